@@ -1,0 +1,142 @@
+"""LocalExecutor: benchmarks batches of kernels on this machine, each timed run on an exclusive core slot.
+
+The machine's cores are split into slots of ``cores_per_slot``. One worker per slot takes a job, compiles it
+pinned to its own slot's cores, then times it there. So compiles run in parallel across slots, no two timed runs
+share a core, and a compile never runs on a core that is being timed. OpenMP in the run is set to the slot.
+
+Interface (a later backend puts remote CPU agents behind the same one):
+    fut = ex.submit(completion)          # concurrent.futures.Future[BenchResult]
+    res = await ex.submit_async(completion)
+    results = ex.map(completions)        # in input order
+Identical kernels in flight share one run; finished ones come from the cache. A ``BenchInfraError`` is set on
+the future (and raised by ``result()``), never turned into a result.
+
+Test: ``pytest tests/bench/test_executor.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import queue
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future
+from typing import TypeVar
+
+from hpcrl_core.bench.cache import ResultCache
+from hpcrl_core.bench.engine import Engine
+from hpcrl_core.bench.extract import extract_code
+from hpcrl_core.bench.result import BenchResult, Status
+from hpcrl_core.errors import ConfigError
+
+_STOP = object()
+T = TypeVar("T")
+
+
+def make_slots(cores: Sequence[int], cores_per_slot: int) -> list[tuple[int, ...]]:
+    """Split cores into disjoint slots; leftover cores stay unused (never half a slot).
+
+    Raises:
+        ConfigError: fewer cores than one slot needs.
+    """
+    cores = sorted(cores)
+    if len(cores) < cores_per_slot:
+        raise ConfigError(f"bench.executor.cores_per_slot is {cores_per_slot} but only {len(cores)} cores are "
+                          f"available ({cores}); lower cores_per_slot or list more cores")
+    count = len(cores) // cores_per_slot
+    return [tuple(cores[i * cores_per_slot:(i + 1) * cores_per_slot]) for i in range(count)]
+
+
+class LocalExecutor:
+    """See the module docstring. Use as a context manager, or call ``close()``."""
+
+    def __init__(self, engine: Engine, cache: ResultCache | None = None, cores: Sequence[int] | None = None,
+                 cores_per_slot: int | None = None) -> None:
+        p = engine.params.executor
+        self.engine = engine
+        self.cache = cache
+        self.slots = make_slots(cores or p.cores or sorted(os.sched_getaffinity(0)), cores_per_slot or p.cores_per_slot)
+        self._queue: queue.Queue = queue.Queue()
+        self._inflight: dict[str, Future[BenchResult]] = {}
+        self._lock = threading.Lock()
+        self.completed = 0
+        self._workers = [threading.Thread(target=self._work, args=(slot,), name=f"bench-slot-{'-'.join(map(str, slot))}",
+                                          daemon=True) for slot in self.slots]
+        for w in self._workers:
+            w.start()
+
+    def submit(self, completion: str | bytes, n: int | None = None) -> Future[BenchResult]:
+        """Queue one completion; returns a future of its result."""
+        n = n or self.engine.params.n
+        ex = extract_code(completion, self.engine.params.max_code_bytes)
+        key = self.engine.key(ex.code, n, len(self.slots[0])) if ex.code else None
+        if key is not None:
+            with self._lock:
+                if key in self._inflight:
+                    return self._inflight[key]
+            hit = self.cache.get(key) if self.cache is not None and self.engine.params.cache else None
+            if hit is not None:
+                fut: Future[BenchResult] = Future()
+                fut.set_result(hit)
+                return fut
+        fut = Future()
+        if key is not None:
+            with self._lock:
+                self._inflight[key] = fut
+        self._queue.put((lambda slot: self.engine.run(completion, slot, n), key, fut))
+        return fut
+
+    def submit_on_slot(self, fn: Callable[[tuple[int, ...]], T]) -> Future[T]:
+        """Run ``fn(slot_cores)`` on the next free slot, exclusively (e.g. a reference measurement)."""
+        fut: Future[T] = Future()
+        self._queue.put((fn, None, fut))
+        return fut
+
+    async def submit_async(self, completion: str | bytes, n: int | None = None) -> BenchResult:
+        return await asyncio.wrap_future(self.submit(completion, n))
+
+    def map(self, completions: Iterable[str | bytes], n: int | None = None,
+            progress: Callable[[int, int], None] | None = None) -> list[BenchResult]:
+        """Benchmark a batch; results in input order. ``progress(done, total)`` is called as results arrive."""
+        futures = [self.submit(c, n) for c in completions]
+        total, done = len(futures), 0
+        if progress:
+            for f in futures:
+                f.result()
+                done += 1
+                progress(done, total)
+        return [f.result() for f in futures]
+
+    def _work(self, slot: tuple[int, ...]) -> None:
+        while True:
+            item = self._queue.get()
+            if item is _STOP:
+                return
+            fn, key, fut = item
+            try:
+                result = fn(slot)
+                if key is not None and self.cache is not None and self.engine.params.cache \
+                        and result.status is not Status.TIMEOUT:
+                    self.cache.put(result)
+                fut.set_result(result)
+            except BaseException as err:  # infrastructure faults travel to the caller, never become rewards
+                fut.set_exception(err)
+            finally:
+                with self._lock:
+                    if key is not None:
+                        self._inflight.pop(key, None)
+                    self.completed += 1
+
+    def close(self) -> None:
+        for _ in self._workers:
+            self._queue.put(_STOP)
+        for w in self._workers:
+            w.join()
+
+    def __enter__(self) -> LocalExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+

@@ -1,0 +1,97 @@
+"""What one benchmark produces: its status and a frozen ``BenchResult``.
+
+Statuses are the failure classes of the reward ladder (most severe first) plus ``ok``. A status is the kernel's
+doing; faults of the machinery raise ``BenchInfraError`` instead and never appear here.
+
+Test: ``pytest tests/bench``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Status(StrEnum):
+    FORMAT_VIOLATION = "format_violation"
+    COMPILE_ERROR = "compile_error"
+    TIMEOUT = "timeout"
+    RUNTIME_ERROR = "runtime_error"
+    WRONG_RESULT = "wrong_result"
+    OK = "ok"
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    """The outcome of benchmarking one kernel at one size.
+
+    Attributes:
+        status: the failure class, or ``ok``.
+        detail: human-readable reason (which check failed, compiler message, signal, ...).
+        n: matrix size of the timed runs.
+        gflops: 2n^3 / median call time; ``None`` unless ``ok``.
+        cv: coefficient of variation of the timed calls; ``None`` unless ``ok``.
+        median_s: median seconds per call; ``None`` unless ``ok``.
+        reps: number of timed calls.
+        techniques: optimisation techniques the static screen detected, sorted.
+        isolation: the isolation that was in force for the run (``netns``, ``pidns``, ``uid:nobody``, ...).
+        compile_s: seconds spent compiling and linking.
+        run_s: wall seconds of the sandboxed run(s).
+        foreign_load: share of the slot's CPU used by other processes during the kept run.
+        retries: timed runs repeated because foreign load disturbed them.
+        cores: CPU cores of the slot the run owned.
+        cached: whether this came from the result cache.
+        key: the cache key of (normalised code, n, flags, compiler, driver, node, engine params).
+    """
+
+    status: Status
+    detail: str = ""
+    n: int = 0
+    gflops: float | None = None
+    cv: float | None = None
+    median_s: float | None = None
+    reps: int = 0
+    techniques: tuple[str, ...] = ()
+    isolation: tuple[str, ...] = ()
+    compile_s: float = 0.0
+    run_s: float = 0.0
+    foreign_load: float | None = None
+    retries: int = 0
+    cores: tuple[int, ...] = ()
+    cached: bool = False
+    key: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status is Status.OK
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["status"] = self.status.value
+        d["techniques"] = list(self.techniques)
+        d["isolation"] = list(self.isolation)
+        d["cores"] = list(self.cores)
+        return d
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> BenchResult:
+        d = dict(d)
+        d["status"] = Status(d["status"])
+        for k in ("techniques", "isolation", "cores"):
+            d[k] = tuple(d.get(k) or ())
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+def failure(status: Status, detail: str, **kw: Any) -> BenchResult:
+    """A non-ok result; ``detail`` is truncated to keep logs and caches small."""
+    if len(detail) > 2000:
+        detail = detail[:1997] + "..."
+    return BenchResult(status=status, detail=detail, **kw)

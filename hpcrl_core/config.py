@@ -1,0 +1,186 @@
+"""Configuration: pydantic models of ``params.yaml`` (what changes results) and ``Settings`` (where and how).
+
+One model per params.yaml section; every model is frozen and forbids unknown keys, so a typo is an error and not
+a silently ignored knob. ``load_params`` turns every validation problem into one line that names the key path,
+the value received and what is allowed, and raises ``ConfigError`` with all of them at once.
+
+Run: ``hpcrl config check [PATH]``.  Test: ``pytest tests/test_config.py``.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from hpcrl_core.errors import ConfigError
+
+DEFAULT_PARAMS = Path("params.yaml")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class VerifyParams(_Section):
+    small_n: int = Field(13, ge=1, le=256)
+    tolerance: float = Field(4.0, gt=0, le=1e6)
+    freivalds_vectors: int = Field(2, ge=1, le=8)
+
+
+class TimingParams(_Section):
+    warmup_calls: int = Field(1, ge=0, le=100)
+    min_reps: int = Field(5, ge=3, le=10_000)
+    max_reps: int = Field(200, ge=3, le=100_000)
+    min_time_s: float = Field(0.3, gt=0, le=600)
+    max_time_s: float = Field(5.0, gt=0, le=3600)
+    max_foreign_load: float = Field(0.10, ge=0, le=1)
+    disturbed_retries: int = Field(2, ge=0, le=10)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> TimingParams:
+        if self.max_reps < self.min_reps:
+            raise ValueError(f"max_reps ({self.max_reps}) must be >= min_reps ({self.min_reps})")
+        if self.max_time_s < self.min_time_s:
+            raise ValueError(f"max_time_s ({self.max_time_s}) must be >= min_time_s ({self.min_time_s})")
+        return self
+
+
+class SandboxParams(_Section):
+    memory_mb: int = Field(2048, ge=64, le=1_048_576)
+    cpu_s: int = Field(120, ge=1, le=86_400)
+    file_mb: int = Field(1, ge=0, le=1024)
+    open_files: int = Field(64, ge=8, le=4096)
+    processes: int = Field(256, ge=8, le=65_536)
+    namespaces: bool = True
+    user: str = "nobody"
+
+
+class ExecutorParams(_Section):
+    cores_per_slot: int = Field(1, ge=1, le=1024)
+    cores: tuple[int, ...] = ()
+
+    @field_validator("cores")
+    @classmethod
+    def _distinct(cls, v: tuple[int, ...]) -> tuple[int, ...]:
+        if len(set(v)) != len(v) or any(c < 0 for c in v):
+            raise ValueError(f"cores must be distinct non-negative CPU numbers, got {list(v)}")
+        return v
+
+
+class BenchParams(_Section):
+    n: int = Field(512, ge=16, le=8192)
+    compiler: str = Field("gcc", min_length=1)
+    cflags: tuple[str, ...] = ("-O3", "-march=native", "-fopenmp")
+    max_code_bytes: int = Field(65_536, ge=256, le=4_194_304)
+    compile_timeout_s: float = Field(30.0, gt=0, le=3600)
+    run_timeout_s: float = Field(60.0, gt=0, le=86_400)
+    verify: VerifyParams = VerifyParams()
+    timing: TimingParams = TimingParams()
+    sandbox: SandboxParams = SandboxParams()
+    executor: ExecutorParams = ExecutorParams()
+    cache: bool = True
+
+    @field_validator("cflags")
+    @classmethod
+    def _safe_flags(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        # Flags that change what gets linked or where output goes would bypass the link-level screen.
+        bad = [f for f in v if f.startswith(("-l", "-L", "-o", "-Wl", "-B", "-specs", "-fplugin", "-include", "-I"))]
+        if bad:
+            raise ValueError(f"cflags may not change linking, include paths or outputs; remove {bad}")
+        return v
+
+
+RewardMode = Literal["gflops", "relative", "log_speedup"]
+ReferenceKind = Literal["numpy", "best_kernel", "naive"]
+
+
+class RewardParams(_Section):
+    format_violation: float = -100.0
+    compile_error: float = -40.0
+    timeout: float = -30.0
+    runtime_error: float = -20.0
+    wrong_result: float = -10.0
+    mode: RewardMode = "relative"
+    reference: ReferenceKind = "numpy"
+    scale: float = Field(10.0, gt=0)
+    reference_ttl_s: float = Field(900.0, gt=0)
+
+
+class Params(_Section):
+    bench: BenchParams = BenchParams()
+    reward: RewardParams = RewardParams()
+
+
+class Settings(BaseSettings):
+    """Where and how: folders and endpoints, from ``HPCRL_*`` environment variables."""
+
+    model_config = SettingsConfigDict(env_prefix="HPCRL_", frozen=True, extra="ignore")
+
+    cache_dir: Path = Path(".hpcrl/cache")
+    scratch_dir: Path = Path(tempfile.gettempdir()) / "hpcrl-scratch"
+
+
+def _allowed_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """Field names of the model that sits at ``loc`` (the parent of an offending key)."""
+    current: Any = model
+    for part in loc:
+        field = current.model_fields.get(part) if isinstance(part, str) else None
+        annotation = getattr(field, "annotation", None)
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return []
+        current = annotation
+    return sorted(current.model_fields)
+
+
+def describe_errors(model: type[BaseModel], err: ValidationError) -> list[str]:
+    """One line per validation problem: key path, value received, what is allowed."""
+    lines = []
+    for e in err.errors():
+        loc = tuple(e["loc"])
+        path = ".".join(str(p) for p in loc) or "<top>"
+        received = repr(e.get("input"))
+        if len(received) > 80:
+            received = received[:77] + "..."
+        if e["type"] == "extra_forbidden":
+            allowed = ", ".join(_allowed_keys(model, loc[:-1]))
+            lines.append(f"{path}: unknown key (value {received}); allowed keys here: {allowed}")
+        else:
+            lines.append(f"{path}: received {received}; {e['msg']}")
+    return lines
+
+
+def parse_params(data: Any, source: str = "<params>") -> Params:
+    """Validate an already-parsed mapping.
+
+    Raises:
+        ConfigError: listing every problem.
+    """
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: the top level must be a mapping of sections, got {type(data).__name__}")
+    try:
+        return Params.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError(f"{source}: invalid parameters", describe_errors(Params, err)) from None
+
+
+def load_params(path: str | Path = DEFAULT_PARAMS) -> Params:
+    """Read and validate a params.yaml file.
+
+    Raises:
+        ConfigError: missing file, YAML syntax error, or validation problems (all listed).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: no such params file; pass the path of a params.yaml")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: not valid YAML: {err}") from None
+    return parse_params(data, str(path))

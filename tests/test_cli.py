@@ -1,0 +1,59 @@
+"""Tests of the `hpcrl` command line (run in-process through ``main``). Run: pytest tests/test_cli.py"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hpcrl_core.cli import main
+from hpcrl_core.config import Settings
+from tests.bench.test_adversarial import GOOD
+from tests.conftest import FAST_BENCH
+
+REQUIRED = {"status", "reward", "gflops", "cv", "techniques", "isolation", "compile_s", "run_s", "detail"}
+
+
+@pytest.fixture()
+def project(tmp_path: Path, bench_dirs: Settings, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("HPCRL_CACHE_DIR", str(bench_dirs.cache_dir))
+    monkeypatch.setenv("HPCRL_SCRATCH_DIR", str(bench_dirs.scratch_dir))
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump({"bench": FAST_BENCH}))
+    return tmp_path
+
+
+def test_help_on_every_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in (["--help"], ["bench", "--help"], ["config", "--help"], ["config", "check", "--help"]):
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code == 0
+        assert "usage: hpcrl" in capsys.readouterr().out
+
+
+@pytest.mark.integration
+def test_bench_files_json(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good, bad = project / "good.c", project / "bad.md"
+    good.write_text(GOOD)
+    bad.write_text("Here you go:\n```c\n#include <stdio.h>\n" + GOOD + "\n```\n")
+    code = main(["bench", str(good), str(bad), "--json", "--params", str(project / "params.yaml"), "--no-cache"])
+    assert code == 1  # one kernel failed
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    assert len(rows) == 2 and all(REQUIRED <= set(r) for r in rows)
+    assert rows[0]["status"] == "ok" and rows[0]["reward"] > 0 and rows[0]["gflops"] > 0
+    assert rows[1]["status"] == "format_violation" and rows[1]["reward"] == -100 and "stdio.h" in rows[1]["detail"]
+
+
+@pytest.mark.integration
+def test_bench_reference_table(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--reference", "--params", str(project / "params.yaml")]) == 0
+    out = capsys.readouterr().out
+    for needle in ("naive kernel", "packed kernel", "numpy (OpenBLAS)", "peak (estimate)", "%peak"):
+        assert needle in out
+
+
+def test_bench_errors(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--params", str(project / "params.yaml")]) == 2
+    assert main(["bench", str(project / "nope.c"), "--params", str(project / "params.yaml")]) == 1
+    assert "no such kernel file" in capsys.readouterr().err

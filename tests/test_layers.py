@@ -1,0 +1,50 @@
+"""Imports point down only: flows -> tasks -> hpcrl_core; bench knows nothing of RL. Run: pytest tests/test_layers.py"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name.split(".")[0] for a in node.names)
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+            names.add(node.module)
+    return names
+
+
+def _py_files(folder: str) -> list[Path]:
+    return sorted((ROOT / folder).rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", _py_files("hpcrl_core"), ids=lambda p: str(p.relative_to(ROOT)))
+def test_core_never_imports_orchestration(path: Path) -> None:
+    bad = _imports(path) & {"prefect", "tasks", "flows"}
+    assert not bad, f"{path} imports {bad}: hpcrl_core must stay plain Python"
+
+
+@pytest.mark.parametrize("path", _py_files("hpcrl_core/bench"), ids=lambda p: str(p.relative_to(ROOT)))
+def test_bench_knows_nothing_of_rl(path: Path) -> None:
+    bad = {m for m in _imports(path) if m.startswith(("hpcrl_core.rewards", "hpcrl_core.algorithms",
+                                                      "hpcrl_core.training", "torch", "trl", "mlflow"))}
+    assert not bad, f"{path} imports {bad}"
+
+
+def test_layer_scan_detects_an_upward_import(tmp_path: Path) -> None:
+    f = tmp_path / "x.py"
+    f.write_text("from prefect import flow\nimport tasks.bench\n")
+    assert {"prefect", "tasks"} <= _imports(f)
+
+
+def test_no_init_in_mlflow_folder() -> None:
+    assert not (ROOT / "mlflow" / "__init__.py").exists(), "mlflow/__init__.py would shadow the mlflow package"
