@@ -15,7 +15,7 @@ import statistics
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -123,13 +123,14 @@ def main() -> int:
         rows.append((f"{name}, {len(slot)}-core slot, vs numpy", f"{frac:.2f} of numpy",
                      f"{r.gflops or 0:.1f} vs {numpy_ref.gflops:.1f} GFLOPS ({r.status})"))
     peak = engine.node.peak_gflops(len(slot))
+    node = engine.node
     rows.append((f"peak estimate, {len(slot)} cores", f"{peak or 0:.0f} GFLOPS",
-                 f"{engine.node.flops_per_cycle} flop/cycle x {engine.node.clock_ghz} GHz ({engine.node.clock_source})"))
+                 f"{node.flops_per_cycle} flop/cycle x {node.clock_ghz} GHz ({node.clock_source})"))
 
     width = max(len(r[0]) for r in rows)
     table = [f"| {'measure':<{width}} | value | notes |", f"|{'-' * (width + 2)}|---|---|"]
     table += [f"| {m:<{width}} | {v} | {note} |" for m, v, note in rows]
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     header = (f"Measured {stamp} on {engine.node.model} ({len(cores)} cores, {platform.machine()}), n = {n}, "
               f"isolation {', '.join(engine.isolation.names) or 'none'}. Command: `make bench`.")
     text = "\n".join([header, "", *table])
@@ -145,7 +146,8 @@ def _write(section: str) -> None:
         old = DOC.read_text()
         new = old[: old.index(MARK_BEGIN)] + body + old[old.index(MARK_END) + len(MARK_END):]
     else:
-        new = "# Benchmarks\n\nFigures printed by the scripts under `benchmarks/`; each rewrites its own section.\n\n" \
+        new = "# Benchmarks\n\nFigures printed by the scripts under `benchmarks/`; each rewrites its own section." \
+              "\n\n" \
               "## Benchmark engine (`benchmarks/bench_throughput.py`)\n\n" + body + "\n"
     DOC.parent.mkdir(parents=True, exist_ok=True)
     DOC.write_text(new)

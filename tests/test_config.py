@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from hpcrl_core.cli import main
 from hpcrl_core.config import Params, load_params, parse_params
@@ -47,7 +48,7 @@ def test_cross_field_rule_and_flag_screen() -> None:
 
 def test_params_are_frozen() -> None:
     p = Params()
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError):
         p.bench.n = 3  # type: ignore[misc]
 
 

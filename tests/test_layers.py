@@ -1,4 +1,7 @@
-"""Imports point down only: flows -> tasks -> hpcrl_core; bench knows nothing of RL. Run: pytest tests/test_layers.py"""
+"""Imports point down only: flows -> tasks -> hpcrl_core; bench knows nothing of RL.
+
+Run: pytest tests/test_layers.py
+"""
 
 from __future__ import annotations
 

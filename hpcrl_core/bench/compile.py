@@ -62,7 +62,8 @@ def toolchain(compiler: str) -> Toolchain:
     """
     path = shutil.which(compiler)
     if not path:
-        raise BenchInfraError(f"compiler {compiler!r} not found on PATH; install it (make setup) or set bench.compiler")
+        raise BenchInfraError(f"compiler {compiler!r} not found on PATH; install it (make setup) or set "
+                              "bench.compiler")
     for tool in ("nm", "readelf"):
         if not shutil.which(tool):
             raise BenchInfraError(f"{tool} not found on PATH; install binutils (make setup)")

@@ -77,7 +77,8 @@ class Engine:
             self.scratch.mkdir(parents=True, exist_ok=True)
             os.chmod(self.scratch, 0o755)  # the sandboxed user must reach its binary
         except OSError as err:
-            raise BenchInfraError(f"scratch folder {self.scratch} is not usable: {err}; set HPCRL_SCRATCH_DIR") from err
+            raise BenchInfraError(f"scratch folder {self.scratch} is not usable: {err}; "
+                                  "set HPCRL_SCRATCH_DIR") from err
         self.isolation = probe_isolation(params.sandbox.namespaces, params.sandbox.user)
         _check_reachable(self.scratch, self.isolation)
         self.stub = ensure_stub_headers(self.cache_dir)

@@ -56,13 +56,14 @@ class LocalExecutor:
         p = engine.params.executor
         self.engine = engine
         self.cache = cache
-        self.slots = make_slots(cores or p.cores or sorted(os.sched_getaffinity(0)), cores_per_slot or p.cores_per_slot)
+        available = cores or p.cores or sorted(os.sched_getaffinity(0))
+        self.slots = make_slots(available, cores_per_slot or p.cores_per_slot)
         self._queue: queue.Queue = queue.Queue()
         self._inflight: dict[str, Future[BenchResult]] = {}
         self._lock = threading.Lock()
         self.completed = 0
-        self._workers = [threading.Thread(target=self._work, args=(slot,), name=f"bench-slot-{'-'.join(map(str, slot))}",
-                                          daemon=True) for slot in self.slots]
+        self._workers = [threading.Thread(target=self._work, args=(slot,), daemon=True,
+                                          name=f"bench-slot-{'-'.join(map(str, slot))}") for slot in self.slots]
         for w in self._workers:
             w.start()
 

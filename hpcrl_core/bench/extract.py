@@ -58,8 +58,7 @@ def extract_code(completion: str | bytes, max_bytes: int) -> Extraction:
     if not _is_text(completion):
         return Extraction(None, "completion contains binary data (control characters)")
 
-    blocks = [(lang.lower(), body) for lang, body in _FENCE.findall(completion)]
-    blocks = [body for lang, body in blocks if lang in _C_LANGS and body.strip()]
+    blocks = [body for lang, body in _FENCE.findall(completion) if lang.lower() in _C_LANGS and body.strip()]
     if blocks:
         with_dgemm = [b for b in blocks if _DEFINES_DGEMM.search(b)]
         code = max(with_dgemm or blocks, key=len)

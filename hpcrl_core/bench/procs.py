@@ -8,6 +8,7 @@ Test: ``pytest tests/bench/test_compile.py``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -54,17 +55,15 @@ def run_tool(argv: Sequence[str], *, timeout: float, cwd: Path | None = None, co
     try:
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, start_new_session=True)
-    except OSError as err:
-        raise BenchInfraError(f"cannot start {argv[0]!r}: {err}; install it or fix bench.compiler") from err
+    except OSError as exc:
+        raise BenchInfraError(f"cannot start {argv[0]!r}: {exc}; install it or fix bench.compiler") from exc
     try:
         out, err = proc.communicate(timeout=timeout)
         rc: int | None = proc.returncode
     except subprocess.TimeoutExpired:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         out, err = proc.communicate()
         rc = None
-    return ProcResult(rc, out[:_OUTPUT_LIMIT].decode("utf-8", "replace"), err[:_OUTPUT_LIMIT].decode("utf-8", "replace"),
-                      time.monotonic() - t0)
+    return ProcResult(rc, out[:_OUTPUT_LIMIT].decode("utf-8", "replace"),
+                      err[:_OUTPUT_LIMIT].decode("utf-8", "replace"), time.monotonic() - t0)

@@ -12,9 +12,11 @@ Test: ``pytest tests/bench/test_sandbox.py``.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import pwd
+import resource
 import select
 import shutil
 import signal
@@ -117,7 +119,7 @@ def omp_env(cores: Sequence[int]) -> dict[str, str]:
     """OpenMP settings matching a slot: as many threads as cores, a hard thread limit, bound to the slot."""
     k = str(len(cores))
     return {"OMP_NUM_THREADS": k, "OMP_THREAD_LIMIT": k, "OMP_DYNAMIC": "false", "OMP_PROC_BIND": "close",
-            "OMP_PLACES": ",".join("{%d}" % c for c in cores), "OPENBLAS_NUM_THREADS": "1"}
+            "OMP_PLACES": ",".join(f"{{{c}}}" for c in cores), "OPENBLAS_NUM_THREADS": "1"}
 
 
 def _channel_end(w: int) -> int:
@@ -171,10 +173,9 @@ def run_sandboxed(exe: Path, args: Sequence[str], *, cores: Sequence[int], param
                     break
                 if len(payload) < _PAYLOAD_LIMIT:
                     payload += chunk
-        status, usage = _reap(pid, deadline if not timed_out else time.monotonic())
-        timed_out = timed_out or status is None
-        if status is None:
-            status, usage = _kill_and_reap(pid)
+        reaped = _reap(pid, deadline if not timed_out else time.monotonic())
+        timed_out = timed_out or reaped is None
+        status, usage = reaped if reaped is not None else _kill_and_reap(pid)
     finally:
         os.close(r)
         _killpg(pid)  # nothing of the job may outlive it
@@ -190,26 +191,24 @@ def run_sandboxed(exe: Path, args: Sequence[str], *, cores: Sequence[int], param
 
 
 def _killpg(pid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
-def _reap(pid: int, deadline: float) -> tuple[int | None, os.struct_rusage | None]:
-    """Wait for the process until ``deadline``; (None, None) if it is still running then."""
+def _reap(pid: int, deadline: float) -> tuple[int, resource.struct_rusage] | None:
+    """Wait for the process until ``deadline``; None if it is still running then."""
     delay = 0.0005
     while True:
         got, status, usage = os.wait4(pid, os.WNOHANG)
         if got == pid:
             return status, usage
         if time.monotonic() >= deadline:
-            return None, None
+            return None
         time.sleep(delay)
         delay = min(delay * 2, 0.02)
 
 
-def _kill_and_reap(pid: int) -> tuple[int, os.struct_rusage]:
+def _kill_and_reap(pid: int) -> tuple[int, resource.struct_rusage]:
     _killpg(pid)
     _, status, usage = os.wait4(pid, 0)
     return status, usage

@@ -141,7 +141,8 @@ def _forbidden_name(tokens: Sequence[Token]) -> str | None:
 
 def _attribute_names(tokens: Sequence[Token], start: int) -> tuple[list[str], int]:
     """Names inside ``__attribute__((a, b(x), c))`` starting at the keyword; returns names and the end index."""
-    i, depth, names = start + 1, 0, []
+    i, depth = start + 1, 0
+    names: list[str] = []
     expect_name = False
     while i < len(tokens):
         t = tokens[i].text

@@ -46,7 +46,8 @@ ADVERSARIAL: dict[str, tuple[str, Status, str]] = {
                             '{ printf("{\\"status\\":\\"ok\\",\\"times\\":[1e-9,1e-9,1e-9]}\\n"); }',
                             Status.FORMAT_VIOLATION, "printf"),
     "caches_across_calls": ("#include <stdlib.h>\n#include <string.h>\nstatic double *saved; static int saved_n;\n"
-                            + SIG + "{ if (saved && saved_n == n) { memcpy(C, saved, sizeof(double) * n * n); return; }"
+                            + SIG + "{ if (saved && saved_n == n) {"
+                            " memcpy(C, saved, sizeof(double) * n * n); return; }"
                             + IKJ_BODY + " free(saved); saved = malloc(sizeof(double) * n * n); saved_n = n;"
                             " memcpy(saved, C, sizeof(double) * n * n); }", Status.WRONG_RESULT, "timed call"),
     "skips_work_after_first_call": ("static int calls;\n" + SIG + "{ if (calls++ > 3) return;" + IKJ_BODY + "}",
@@ -71,7 +72,8 @@ ADVERSARIAL: dict[str, tuple[str, Status, str]] = {
         } }""", Status.OK, ""),
     "system_assembled_by_preprocessor": ('#define CAT(a, b) a##b\nint CAT(sys, tem)(const char *);\n' + SIG +
                                          '{ CAT(sys, tem)("touch /tmp/pwn"); }', Status.FORMAT_VIOLATION, "system"),
-    "blas_call": ("void cblas_dgemm();\n" + SIG + "{ cblas_dgemm(101, 111, 111, n, n, n, 1.0, A, n, B, n, 0.0, C, n); }",
+    "blas_call": ("void cblas_dgemm();\n" + SIG +
+                  "{ cblas_dgemm(101, 111, 111, n, n, n, 1.0, A, n, B, n, 0.0, C, n); }",
                   Status.FORMAT_VIOLATION, "BLAS"),
     "blas_fortran_symbol": ("void dgemm_();\n" + SIG + "{ dgemm_(); }", Status.FORMAT_VIOLATION, "BLAS"),
     "constructor": ("__attribute__((constructor)) static void init(void) { }\n" + GOOD, Status.FORMAT_VIOLATION,
