@@ -45,6 +45,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if not args.files and not args.reference and not args.ladder:
         print("hpcrl bench: give kernel FILEs, --reference or --ladder (see --help)", file=sys.stderr)
         return 2
+    if args.report and not args.reference:
+        print("hpcrl bench: --report needs --reference", file=sys.stderr)
+        return 2
     params = _load(args)
     overrides: dict[str, Any] = {}
     if args.n:
@@ -57,7 +60,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     # model_copy skips validation; re-validate so overrides obey the same rules as params.yaml
     params = Params.model_validate({**params.model_dump(), "bench": bench.model_dump()})
     return run_bench_command(params, Settings(), files=[Path(f) for f in args.files], reference=args.reference,
-                             ladder=args.ladder, as_json=args.json)
+                             ladder=args.ladder, as_json=args.json, report=Path(args.report) if args.report else None)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -80,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--reference", action="store_true",
                        help="measure this node: naive kernel, best shipped kernel, numpy's DGEMM, peak estimate")
     bench.add_argument("--ladder", action="store_true", help="benchmark every shipped reference kernel")
+    bench.add_argument("--report", metavar="PATH", help="with --reference: also write the figures as JSON metrics")
     bench.add_argument("--params", default=str(DEFAULT_PARAMS), help="params file (default: params.yaml)")
     bench.add_argument("--no-cache", action="store_true", help="measure again even if a result is cached")
     bench.add_argument("--cores-per-slot", type=int, help="cores per timed run (default: bench.executor)")

@@ -8,9 +8,11 @@ Run: ``hpcrl bench --ladder --reference``.  Test: ``pytest tests/test_cli.py``.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +59,7 @@ def _table(title: str, rows: Sequence[dict[str, Any]]) -> str:
 
 
 def run_bench_command(params: Params, settings: Settings, *, files: Sequence[Path], reference: bool, ladder: bool,
-                      as_json: bool) -> int:
+                      as_json: bool, report: Path | None = None) -> int:
     """Implements ``hpcrl bench``; returns the exit code (1 when a given kernel file did not pass)."""
     for f in files:
         if not f.is_file():
@@ -72,7 +74,11 @@ def run_bench_command(params: Params, settings: Settings, *, files: Sequence[Pat
         n = params.bench.n
         numpy_gflops: float | None = None
         ref_rows: list[dict[str, Any]] = []
-        if reference or (files and needs_reference(params.reward) and params.reward.reference == "numpy"):
+        want_numpy = files and needs_reference(params.reward) and params.reward.reference == "numpy"
+        if reference and importlib.util.find_spec("numpy") is None and not want_numpy:
+            ref_rows.append({"name": "numpy (OpenBLAS)", "status": "not installed", "gflops": None, "cv": None,
+                             "pct_peak": None, "reward": None, "techniques": [], "detail": "pip install numpy"})
+        elif reference or want_numpy:
             print(f"measuring numpy's DGEMM at n={n} on {len(slot)} core(s) ...", file=sys.stderr)
             m = ex.submit_on_slot(lambda s: measure_numpy(n, s)).result()
             numpy_gflops = m.gflops
@@ -105,6 +111,8 @@ def run_bench_command(params: Params, settings: Settings, *, files: Sequence[Pat
                          "detail": f"{engine.node.model}; {engine.node.flops_per_cycle} flop/cycle/core x "
                                    f"{engine.node.clock_ghz} GHz ({engine.node.clock_source}) x {len(slot)} core(s)"})
         out.append(_emit(f"Node references (n={n}, {len(slot)}-core slot)", ref_rows, as_json))
+        if report is not None:
+            _write_report(report, engine, n, slot, ref_rows)
     if files:
         out.append(_emit("Kernels", rows_files, as_json))
     if not as_json:
@@ -135,3 +143,21 @@ def _reward_or_none(r: BenchResult, params: Params, ref: float | None) -> float 
     if needs_reference(params.reward) and r.ok and ref is None:
         return None
     return shape_reward(r, params.reward, ref)
+
+
+def _write_report(path: Path, engine: Engine, n: int, slot: Sequence[int], rows: list[dict[str, Any]]) -> None:
+    """The reference figures as flat JSON metrics (a DVC metrics file), written atomically."""
+    by_name = {r["name"]: r for r in rows}
+
+    def g(name: str) -> float | None:
+        row = by_name.get(name)
+        return round(row["gflops"], 3) if row and row.get("gflops") else None
+
+    data = {"n": n, "cores_per_slot": len(slot), "node": engine.node.model,
+            "naive_gflops": g("naive kernel"), "best_kernel_gflops": g(f"{BEST_KERNEL} kernel"),
+            "numpy_gflops": g("numpy (OpenBLAS)"), "peak_gflops_estimate": g("peak (estimate)"),
+            "measured_at": datetime.now(UTC).isoformat(timespec="seconds")}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    tmp.replace(path)

@@ -47,13 +47,18 @@ def test_bench_files_json(project: Path, capsys: pytest.CaptureFixture[str]) -> 
 
 @pytest.mark.integration
 def test_bench_reference_table(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["bench", "--reference", "--params", str(project / "params.yaml")]) == 0
+    report = project / "reports" / "node_reference.json"
+    assert main(["bench", "--reference", "--params", str(project / "params.yaml"), "--report", str(report)]) == 0
     out = capsys.readouterr().out
     for needle in ("naive kernel", "packed kernel", "numpy (OpenBLAS)", "peak (estimate)", "%peak"):
         assert needle in out
+    data = json.loads(report.read_text())
+    assert data["n"] == 64 and data["naive_gflops"] > 0 and data["numpy_gflops"] > 0
+    assert data["best_kernel_gflops"] > data["naive_gflops"]
 
 
 def test_bench_errors(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "--params", str(project / "params.yaml")]) == 2
+    assert main(["bench", "--ladder", "--report", "x.json"]) == 2
     assert main(["bench", str(project / "nope.c"), "--params", str(project / "params.yaml")]) == 1
     assert "no such kernel file" in capsys.readouterr().err

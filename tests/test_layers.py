@@ -51,3 +51,20 @@ def test_layer_scan_detects_an_upward_import(tmp_path: Path) -> None:
 
 def test_no_init_in_mlflow_folder() -> None:
     assert not (ROOT / "mlflow" / "__init__.py").exists(), "mlflow/__init__.py would shadow the mlflow package"
+
+
+def test_dvc_stages_name_existing_deps_and_known_params() -> None:
+    import yaml
+
+    from hpcrl_core.config import Params
+
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    params = Params().model_dump()
+    for name, stage in stages.items():
+        for dep in stage.get("deps", []):
+            assert (ROOT / dep).exists(), f"stage {name}: dependency {dep} does not exist"
+        for key in stage.get("params", []):
+            node = params
+            for part in key.split("."):
+                assert part in node, f"stage {name}: params key {key} is not in params.yaml's schema"
+                node = node[part]

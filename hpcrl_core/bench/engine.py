@@ -10,6 +10,7 @@ Run: ``hpcrl bench FILE``.  Test: ``pytest tests/bench/test_engine.py tests/benc
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -146,13 +147,15 @@ class Engine:
         sizes = ",".join(map(str, check_sizes(n, v.small_n)))
         best: BenchResult | None = None
         run_s = 0.0
-        for attempt in range(t.disturbed_retries + 1):
+        runs = 0
+        while runs <= t.disturbed_retries:
+            runs += 1
             seed = str(int.from_bytes(os.urandom(6), "little"))  # fresh inputs every run: nothing to tune to
             args = [str(n), sizes, str(t.warmup_calls), str(t.min_reps), str(t.max_reps), repr(t.min_time_s),
                     repr(t.max_time_s), repr(v.tolerance), str(v.freivalds_vectors), seed]
             out = run_sandboxed(exe, args, cores=cores, params=p.sandbox, timeout=p.run_timeout_s, workdir=work)
             run_s += out.wall_s
-            result = self._classify(out, n, cores, {**base, "run_s": run_s, "retries": attempt})
+            result = self._classify(out, n, cores, {**base, "run_s": run_s})
             if not result.ok:
                 return result
             if best is None or (result.foreign_load or 0.0) < (best.foreign_load or 0.0):
@@ -160,7 +163,7 @@ class Engine:
             if (result.foreign_load or 0.0) <= t.max_foreign_load:
                 break
         assert best is not None
-        return BenchResult(**{**best.__dict__, "run_s": run_s})
+        return dataclasses.replace(best, run_s=run_s, retries=runs - 1)
 
     def _classify(self, out: RunOutcome, n: int, cores: tuple[int, ...], base: dict) -> BenchResult:
         load = {"foreign_load": out.foreign_load}

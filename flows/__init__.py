@@ -1,0 +1,5 @@
+"""Prefect flows: one per stage (prepare, sft, rl_dgemm, rl_hargo, evaluate, register) plus the pipelines
+(train-dgemm, train-hargo). Flows load and validate params.yaml once, then call tasks; they stay thin.
+
+Each stage's flow arrives with its issue; the benchmark engine they build on is ``hpcrl_core.bench``.
+"""
