@@ -233,6 +233,9 @@ def screen_source(code: str, workdir: Path, stub: Path, cflags: Sequence[str], c
         tokens = tokenize(pre)
     except ValueError as err:
         return ScreenResult(f"cannot tokenize the preprocessed kernel: {err}")
-    techniques = detect_techniques(tokens)
+    try:
+        techniques = detect_techniques(tokens)
+    except RecursionError:
+        return ScreenResult("the kernel is nested too deeply to analyse")
     reason = _forbidden_name(tokens) or _forbidden_construct(tokens)
     return ScreenResult(reason, techniques)
