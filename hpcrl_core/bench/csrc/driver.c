@@ -70,10 +70,13 @@ static void fail(const char *status, int size, const char *detail) {
 /* A matrix with guard zones; p points at the first payload entry. */
 typedef struct { double *base, *p; size_t len; } mat_t;
 
+/* The payload is 64-byte aligned (the guard is a multiple of 64 bytes), as a BLAS caller would give it. */
 static mat_t mat_alloc(size_t len) {
     mat_t m;
     m.len = len;
-    m.base = malloc((len + 2 * GUARD) * sizeof(double));
+    void *p = NULL;
+    if (posix_memalign(&p, 64, (len + 2 * GUARD) * sizeof(double)) != 0) p = NULL;
+    m.base = p;
     if (!m.base) fail("driver_error", 0, "driver could not allocate its matrices (raise bench.sandbox.memory_mb)");
     m.p = m.base + GUARD;
     for (size_t i = 0; i < GUARD; i++) m.base[i] = m.p[len + i] = GUARD_VALUE;
