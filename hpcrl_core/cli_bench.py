@@ -42,7 +42,11 @@ def _row(name: str, r: BenchResult, reward: float | None, peak: float | None) ->
 
 
 def _fmt(v: Any, spec: str) -> str:
-    return "-" if v is None else format(v, spec)
+    """Format a number, or a dash of the same width when there is none."""
+    if v is None:
+        width = "".join(ch for ch in spec.split(".")[0] if ch.isdigit())
+        return "-".rjust(int(width) if width else 1)
+    return format(v, spec)
 
 
 def _table(title: str, rows: Sequence[dict[str, Any]]) -> str:

@@ -72,8 +72,9 @@ class Engine:
         self.params = params
         self.tc: Toolchain = toolchain(params.compiler)
         self.node: NodeInfo = node_info()
-        self.cache_dir = Path(settings.cache_dir)
-        self.scratch = Path(settings.scratch_dir)
+        # absolute: helper programs run inside per-job folders, where a relative path would point elsewhere
+        self.cache_dir = Path(settings.cache_dir).resolve()
+        self.scratch = Path(settings.scratch_dir).resolve()
         try:
             self.scratch.mkdir(parents=True, exist_ok=True)
             os.chmod(self.scratch, 0o755)  # the sandboxed user must reach its binary

@@ -109,3 +109,21 @@ def test_cache_key_ignores_layout_but_not_size_or_code(engine: Engine) -> None:
     assert engine.key(GOOD, 64, 1) != engine.key(GOOD, 128, 1)
     assert engine.key(GOOD, 64, 1) != engine.key(GOOD, 64, 2)
     assert engine.key(GOOD, 64, 1) != engine.key(GOOD.replace("0.0", "0.5"), 64, 1)
+
+
+def test_relative_folders_work_from_any_directory(tmp_path, monkeypatch: pytest.MonkeyPatch,
+                                                   cores: tuple[int, ...]) -> None:
+    # regression: a relative cache folder made the stub include path relative to each job's scratch folder
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from hpcrl_core.config import Settings
+    from tests.conftest import fast_params
+
+    root = Path(tempfile.mkdtemp(prefix="hpcrl-rel-"))
+    os.chmod(root, 0o755)
+    monkeypatch.chdir(root)
+    eng = Engine(fast_params(), Settings(cache_dir=Path(".hpcrl/cache"), scratch_dir=Path("scratch")))
+    r = eng.run(ladder_kernels()["ikj"], cores)
+    assert r.ok, r.detail
