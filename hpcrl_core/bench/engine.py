@@ -38,7 +38,7 @@ from hpcrl_core.bench.screen import ensure_stub_headers, screen_source
 from hpcrl_core.config import BenchParams, Settings
 from hpcrl_core.errors import BenchInfraError
 
-ENGINE_VERSION = "1"  # bump when a change alters results for the same code (it invalidates the cache)
+ENGINE_VERSION = "2"  # bump when a change alters results for the same code (it invalidates the cache)
 _PLAUSIBLE_PEAK_FACTOR = 3.0  # results above this multiple of the estimated peak are impossible: tampering
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from hpcrl_core.bench.ctokens import Token, tokenize
 from hpcrl_core.bench.procs import run_tool
 from hpcrl_core.bench.techniques import Technique, detect_techniques
+from hpcrl_core.errors import BenchInfraError
 
 ALLOWED_HEADERS: tuple[str, ...] = ("stdlib.h", "string.h", "math.h", "stdint.h", "stddef.h", "stdbool.h",
                                     "float.h", "limits.h", "omp.h", "immintrin.h")
@@ -201,6 +202,8 @@ def preprocess(code: str, workdir: Path, stub: Path, cflags: Sequence[str], comp
         return None, f"the preprocessor did not finish within {timeout:g} s"
     if res.returncode != 0:
         msg = next((ln for ln in res.stderr.splitlines() if "error" in ln), res.stderr.strip()[:300])
+        if "no include path" in msg or not stub.is_dir():
+            raise BenchInfraError(f"the screen's stub headers are not reachable at {stub}: {msg.strip()}")
         if "No such file" in msg or "include" in msg:
             return None, f"include not allowed: {msg.strip()} (allowed: {', '.join(ALLOWED_HEADERS)})"
         return None, f"preprocessing failed: {msg.strip()}"

@@ -127,3 +127,12 @@ def test_relative_folders_work_from_any_directory(tmp_path, monkeypatch: pytest.
     eng = Engine(fast_params(), Settings(cache_dir=Path(".hpcrl/cache"), scratch_dir=Path("scratch")))
     r = eng.run(ladder_kernels()["ikj"], cores)
     assert r.ok, r.detail
+
+
+def test_missing_stub_headers_are_an_infrastructure_fault(engine: Engine, cores: tuple[int, ...], tmp_path) -> None:
+    from hpcrl_core.bench.screen import screen_source
+    from hpcrl_core.errors import BenchInfraError
+
+    with pytest.raises(BenchInfraError, match="stub headers"):
+        screen_source(ladder_kernels()["ikj"], tmp_path, tmp_path / "absent", engine.params.cflags,
+                      engine.tc.compiler)
