@@ -111,9 +111,71 @@ class RewardParams(_Section):
     reference_ttl_s: float = Field(900.0, gt=0)
 
 
+SOURCE_KINDS: dict[str, tuple[str, ...]] = {
+    "race_c": ("synthetic", "hpcgpt", "dataracebench"),
+    "race_fortran": ("synthetic", "hpcgpt", "dataracebench"),
+    "mlperf": ("synthetic", "hpcgpt"),
+    "plp": ("synthetic", "hpcgpt"),
+}
+
+
+def _default_sources() -> dict[str, tuple[str, ...]]:
+    synthetic: tuple[str, ...] = ("synthetic",)
+    return dict.fromkeys(SOURCE_KINDS, synthetic)
+
+
+class DgemmPrepParams(_Section):
+    train_problems: int = Field(400, ge=1, le=100_000)
+    eval_problems: int = Field(40, ge=1, le=10_000)
+    variants: int = Field(320, ge=1, le=100_000)  # kernel variants generated and benchmarked for the corpus
+    bench_n: int = Field(256, ge=16, le=4096)  # size at which corpus kernels are verified and timed
+    per_kernel: int = Field(3, ge=1, le=100)  # train prompts each verified kernel is paired with
+
+
+class RacePrepParams(_Section):
+    per_pattern: int = Field(12, ge=1, le=10_000)  # synthetic items per (pattern, label)
+    tsan: bool = True  # run C items under ThreadSanitizer and report agreement in the card
+
+
+class QAPrepParams(_Section):
+    paraphrases: int = Field(3, ge=1, le=20)  # question templates used per fact
+
+
+class PrepareParams(_Section):
+    seed: int = 1234
+    eval_fraction: float = Field(0.1, gt=0, lt=1)
+    sources: dict[str, tuple[str, ...]] = Field(default_factory=lambda: _default_sources())
+    dgemm: DgemmPrepParams = DgemmPrepParams()
+    race: RacePrepParams = RacePrepParams()
+    mlperf: QAPrepParams = QAPrepParams()
+    plp: QAPrepParams = QAPrepParams()
+
+    @field_validator("sources")
+    @classmethod
+    def _known_sources(cls, v: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+        problems = []
+        for family, specs in v.items():
+            if family not in SOURCE_KINDS:
+                problems.append(f"unknown family {family!r} (allowed: {', '.join(SOURCE_KINDS)})")
+                continue
+            if not specs:
+                problems.append(f"{family}: give at least one source")
+            for spec in specs:
+                kind, _, path = spec.partition(":")
+                if kind not in SOURCE_KINDS[family]:
+                    allowed = ", ".join(k if k == "synthetic" else k + ":PATH" for k in SOURCE_KINDS[family])
+                    problems.append(f"{family}: source {spec!r} has kind {kind!r}; allowed: {allowed}")
+                elif (kind == "synthetic") == bool(path):
+                    problems.append(f"{family}: source {spec!r}: 'synthetic' takes no path, other kinds need one")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return v
+
+
 class Params(_Section):
     bench: BenchParams = BenchParams()
     reward: RewardParams = RewardParams()
+    prepare: PrepareParams = PrepareParams()
 
 
 class Settings(BaseSettings):

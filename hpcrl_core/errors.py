@@ -32,3 +32,7 @@ class BenchInfraError(HPCRLError):
 
     Retryable by an orchestrator; never the kernel's fault.
     """
+
+
+class DataError(HPCRLError):
+    """Input data is missing or malformed. The message names the file, the record and the field."""

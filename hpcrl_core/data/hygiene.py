@@ -1,0 +1,143 @@
+"""Data hygiene: deduplication, conflicting gold answers, label leaks, and a leak-free stratified split.
+
+Every action is counted in a ``HygieneReport`` that goes into the family's data card:
+- exact duplicates (same content hash of prompt + completion) are dropped, the first kept;
+- questions asked more than once with different gold answers are conflicts: all their items are flagged
+  (``metadata`` is left alone; the ids are listed) and kept out of evaluation (they go to train);
+- identifiers that leak a race label (``DRB001-antidep1-orig-yes``, ``foo_yes``) are stripped from prompts;
+- the split is stratified by a key (the label, the technique set ...) with a fixed seed, 9:1 by default, and no
+  content hash appears in both train and eval (checked, not assumed).
+
+Test: ``pytest tests/data/test_hygiene.py``.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+from hpcrl_core.data.schema import Record
+from hpcrl_core.errors import DataError
+
+_LEAKS = (
+    re.compile(r"\bDRB\d+[-\w]*?[-_](?:orig|var)[-_](?:yes|no)\b(?:\.(?:c|cpp|f90|f95|F90))?", re.IGNORECASE),
+    re.compile(r"\bDRB\d+[-\w]*", re.IGNORECASE),
+    re.compile(r"\b(\w+?)_(?:yes|no)\b"),
+)
+
+
+@dataclass
+class HygieneReport:
+    """What hygiene did to one family."""
+
+    input_items: int = 0
+    duplicates_dropped: int = 0
+    conflicts: list[str] = field(default_factory=list)  # ids of items whose question has conflicting answers
+    leaks_stripped: int = 0
+    train: int = 0
+    eval: int = 0
+    overlap_checked: bool = False
+
+    def as_dict(self) -> dict[str, object]:
+        return {"input_items": self.input_items, "duplicates_dropped": self.duplicates_dropped,
+                "conflicting_items": len(self.conflicts), "conflict_ids": self.conflicts[:50],
+                "leaks_stripped": self.leaks_stripped, "train": self.train, "eval": self.eval,
+                "train_eval_overlap": 0 if self.overlap_checked else None}
+
+
+def strip_leaks(text: str) -> tuple[str, int]:
+    """Remove label-leaking identifiers; returns the text and how many were replaced."""
+    count = 0
+
+    def _sub(pattern: re.Pattern[str], repl: str | Callable[[re.Match[str]], str], s: str) -> str:
+        nonlocal count
+        s, k = pattern.subn(repl, s)
+        count += k
+        return s
+
+    text = _sub(_LEAKS[0], "the program", text)
+    text = _sub(_LEAKS[1], "the program", text)
+    text = _sub(_LEAKS[2], lambda m: m.group(1), text)
+    return text, count
+
+
+def _strip_record(r: Record) -> tuple[Record, int]:
+    total = 0
+    prompt = []
+    for m in r.prompt:
+        content, k = strip_leaks(m["content"])
+        total += k
+        prompt.append({**m, "content": content})
+    return (replace(r, prompt=prompt, id="") if total else r), total
+
+
+def dedupe(records: Sequence[Record]) -> tuple[list[Record], int]:
+    """Drop exact duplicates (by content hash), keeping the first."""
+    seen: set[str] = set()
+    out = []
+    for r in records:
+        h = r.content_hash()
+        if h not in seen:
+            seen.add(h)
+            out.append(r)
+    return out, len(records) - len(out)
+
+
+def find_conflicts(records: Sequence[Record]) -> set[str]:
+    """Ids of items whose (normalised) question also appears with a different gold answer."""
+    answers: dict[str, set[str]] = defaultdict(set)
+    for r in records:
+        if r.answer:
+            answers[r.question_hash()].add(r.answer.strip().lower())
+    bad = {q for q, a in answers.items() if len(a) > 1}
+    return {r.id for r in records if r.question_hash() in bad}
+
+
+def stratified_split(records: Sequence[Record], key: Callable[[Record], str], eval_fraction: float, seed: int,
+                     never_eval: set[str] | None = None) -> tuple[list[Record], list[Record]]:
+    """Split each stratum ``eval_fraction`` : rest with a fixed seed; ``never_eval`` ids always go to train.
+
+    Items sharing a content hash stay on one side, so nothing is in both.
+    """
+    never_eval = never_eval or set()
+    strata: dict[str, list[Record]] = defaultdict(list)
+    for r in records:
+        strata[key(r)].append(r)
+    rng = random.Random(seed)
+    train, evals = [], []
+    for name in sorted(strata):
+        items = sorted(strata[name], key=lambda r: r.id)
+        rng.shuffle(items)
+        eligible = [r for r in items if r.id not in never_eval]
+        k = round(len(eligible) * eval_fraction) if len(eligible) > 1 else 0
+        chosen = {r.id for r in eligible[:k]}
+        evals += [r for r in items if r.id in chosen]
+        train += [r for r in items if r.id not in chosen]
+    return train, evals
+
+
+def clean_and_split(records: Sequence[Record], key: Callable[[Record], str], eval_fraction: float, seed: int,
+                    strip: bool = False) -> tuple[list[Record], list[Record], HygieneReport]:
+    """The whole hygiene pass for one family.
+
+    Raises:
+        DataError: if, after all, a content hash is in both train and eval (a bug, never silent).
+    """
+    report = HygieneReport(input_items=len(records))
+    items = list(records)
+    if strip:
+        stripped = [_strip_record(r) for r in items]
+        items = [r for r, _ in stripped]
+        report.leaks_stripped = sum(k for _, k in stripped)
+    items, report.duplicates_dropped = dedupe(items)
+    conflicts = find_conflicts(items)
+    report.conflicts = sorted(conflicts)
+    train, evals = stratified_split(items, key, eval_fraction, seed, never_eval=conflicts)
+    overlap = {r.content_hash() for r in train} & {r.content_hash() for r in evals}
+    if overlap:
+        raise DataError(f"{len(overlap)} items are in both train and eval after the split (hygiene bug)")
+    report.train, report.eval, report.overlap_checked = len(train), len(evals), True
+    return train, evals, report

@@ -1,0 +1,110 @@
+"""The ``prepare`` stage's core: build every family's data from its sources, clean, split, card, write.
+
+Families: ``dgemm`` (problems, the verified SFT corpus and its prompts), ``race_c``, ``race_fortran`` (data
+race detection), ``mlperf`` (factual QA), ``plp`` (descriptive QA). Sources per family come from
+``params.yaml`` (``prepare.sources``; a family not listed uses ``synthetic``). All outputs are written into a
+temporary folder and swapped in at the end, so a failure leaves ``data/`` as it was.
+
+Layout written::
+
+    data/<family>/train.jsonl, eval.jsonl, card.json, card.md
+    data/dgemm/problems_train.jsonl, problems_eval.jsonl, corpus.jsonl
+    data/summary.json
+
+Run: ``python -m flows.prepare`` (or ``dvc repro prepare``).  Test: ``pytest tests/data/test_prepare.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hpcrl_core.config import PrepareParams
+from hpcrl_core.data.cards import build_card, write_card
+from hpcrl_core.data.hygiene import clean_and_split
+from hpcrl_core.data.schema import FAMILIES, Record, write_jsonl
+from hpcrl_core.errors import DataError
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class FamilyOutput:
+    """What one family contributes to ``data/``: JSONL files of records, extra JSON files, and its card."""
+
+    family: str
+    files: dict[str, list[Record]]
+    card: dict[str, Any]
+    seconds: float = 0.0
+    extra_files: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+
+def sources_of(p: PrepareParams, family: str) -> list[tuple[str, Path | None]]:
+    """(kind, path) per configured source of a family; paths are checked to exist.
+
+    Raises:
+        DataError: a configured path does not exist.
+    """
+    out: list[tuple[str, Path | None]] = []
+    for spec in p.sources.get(family, ("synthetic",)):
+        kind, _, raw = spec.partition(":")
+        path = Path(raw) if raw else None
+        if path is not None and not path.exists():
+            raise DataError(f"prepare.sources.{family}: {spec!r}: the path {path} does not exist")
+        out.append((kind, path))
+    return out
+
+
+def finish(family: str, records: list[Record], p: PrepareParams, key: Callable[[Record], str], *, strip: bool = False,
+           extra: dict[str, Any] | None = None, t0: float | None = None) -> FamilyOutput:
+    """Hygiene, split and card for a family's records."""
+    if not records:
+        raise DataError(f"family {family}: its sources produced no items")
+    train, evals, report = clean_and_split(records, key, p.eval_fraction, p.seed, strip=strip)
+    card = build_card(family, train, evals, report, extra)
+    return FamilyOutput(family, {"train.jsonl": train, "eval.jsonl": evals}, card,
+                        time.monotonic() - t0 if t0 else 0.0)
+
+
+def write_outputs(outputs: list[FamilyOutput], out_dir: Path) -> dict[str, Any]:
+    """Write all families into a fresh folder, then swap it in for ``out_dir``; returns the summary.
+
+    Nothing half-written is ever left in ``out_dir``: on any error the temporary folder is removed.
+    """
+    out_dir = Path(out_dir)
+    tmp = out_dir.with_name(f".{out_dir.name}.tmp")
+    old = out_dir.with_name(f".{out_dir.name}.old")
+    shutil.rmtree(tmp, ignore_errors=True)
+    summary: dict[str, Any] = {"families": {}}
+    try:
+        for o in outputs:
+            folder = tmp / o.family
+            for name, records in o.files.items():
+                write_jsonl(folder / name, records)
+            for name, rows in o.extra_files.items():
+                (folder / name).write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+            write_card(o.card, folder)
+            summary["families"][o.family] = {**o.card["counts"], "seconds": round(o.seconds, 1)}
+        (tmp / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        shutil.rmtree(old, ignore_errors=True)
+        if out_dir.exists():
+            out_dir.rename(old)
+        tmp.rename(out_dir)
+        shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if old.exists() and not out_dir.exists():
+            old.rename(out_dir)
+        raise
+    return summary
+
+
+def check_families(outputs: list[FamilyOutput]) -> None:
+    missing = set(FAMILIES) - {o.family for o in outputs}
+    if missing:
+        raise DataError(f"prepare produced no output for {sorted(missing)}")

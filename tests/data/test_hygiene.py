@@ -1,0 +1,55 @@
+"""Tests of hygiene: planted duplicates, conflicts and leaks are caught; splits are stratified and disjoint.
+
+Run: pytest tests/data/test_hygiene.py
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from hpcrl_core.data.hygiene import clean_and_split, strip_leaks
+from hpcrl_core.data.schema import Record, assistant, messages
+
+
+def _race(i: int, label: str, code: str | None = None) -> Record:
+    prog = code or f"int main() {{ int a{i}[10]; return a{i}[0]; }}"
+    return Record("race_c", messages(None, f"Does it race?\n```c\n{prog}\n```"), assistant(label), label,
+                  {"label": label, "pattern": "p"}, {"source": "test"})
+
+
+def test_planted_duplicate_is_dropped() -> None:
+    items = [_race(i, "yes" if i % 2 else "no") for i in range(40)]
+    items.append(_race(3, "yes"))  # exact duplicate of item 3
+    train, evals, rep = clean_and_split(items, lambda r: r.answer, 0.1, 7)
+    assert rep.duplicates_dropped == 1 and len(train) + len(evals) == 40
+
+
+def test_planted_conflict_is_flagged_and_kept_out_of_eval() -> None:
+    items = [_race(i, "yes" if i % 2 else "no") for i in range(40)]
+    conflict = _race(4, "yes")  # same question as item 4 (labelled no), other answer
+    items.append(conflict)
+    train, evals, rep = clean_and_split(items, lambda r: r.answer, 0.5, 7)
+    assert set(rep.conflicts) == {conflict.id, items[4].id}
+    assert not {r.id for r in evals} & set(rep.conflicts)
+
+
+def test_planted_leaking_identifier_is_stripped() -> None:
+    leaky = _race(1, "yes", code="/* DRB001-antidep1-orig-yes.c */\nint race_yes(void) { return 0; }")
+    items = [leaky] + [_race(i, "no") for i in range(2, 12)]
+    train, evals, rep = clean_and_split(items, lambda r: r.answer, 0.1, 1, strip=True)
+    assert rep.leaks_stripped == 2
+    text = " ".join(m["content"] for r in train + evals for m in r.prompt)
+    assert "DRB001" not in text and "race_yes" not in text and "_yes" not in text
+    assert strip_leaks("int foo_no = 1;")[0] == "int foo = 1;"
+    assert strip_leaks("no leak here, yes")[1] == 0
+
+
+def test_split_is_stratified_seeded_and_disjoint() -> None:
+    items = [_race(i, "yes" if i < 60 else "no") for i in range(100)]
+    train, evals, rep = clean_and_split(items, lambda r: r.answer, 0.1, 42)
+    assert Counter(r.answer for r in evals) == {"yes": 6, "no": 4}
+    assert not {r.content_hash() for r in train} & {r.content_hash() for r in evals}
+    again = clean_and_split(items, lambda r: r.answer, 0.1, 42)[1]
+    assert [r.id for r in again] == [r.id for r in evals]
+    other = clean_and_split(items, lambda r: r.answer, 0.1, 43)[1]
+    assert [r.id for r in other] != [r.id for r in evals]

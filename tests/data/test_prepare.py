@@ -1,0 +1,74 @@
+"""Tests of the prepare stage's core: cards, atomic writing, source checks.
+
+Run: pytest tests/data/test_prepare.py
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hpcrl_core.config import parse_params
+from hpcrl_core.data import prepare as prep
+from hpcrl_core.data.cards import card_markdown
+from hpcrl_core.data.schema import Record, assistant, messages, read_jsonl
+from hpcrl_core.errors import ConfigError, DataError
+
+
+def _items(n: int) -> list[Record]:
+    return [Record("plp", messages(None, f"What is dataset {i}?"), assistant(f"Dataset {i} is a corpus."),
+                   f"Dataset {i} is a corpus.", {"topic": "dataset" if i % 2 else "task", "fact_id": str(i),
+                                                  "keywords": []}, {"source": "synthetic:test"}) for i in range(n)]
+
+
+def _out(family: str = "plp", n: int = 40) -> prep.FamilyOutput:
+    return prep.finish(family, _items(n), parse_params({}).prepare, key=lambda r: r.metadata["topic"])
+
+
+def test_finish_builds_split_and_card() -> None:
+    o = _out()
+    card = o.card
+    assert card["counts"] == {"train": 36, "eval": 4, "total": 40}  # 2 of each 20-item topic
+    assert card["label_balance"]["eval"] and card["hygiene"]["train_eval_overlap"] == 0
+    assert card["lengths"]["prompt_words"]["max"] >= card["lengths"]["prompt_words"]["min"] > 0
+    md = card_markdown(card)
+    assert "# Data card: plp" in md and "| dataset |" in md
+
+
+def test_write_outputs_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "data"
+    prep.write_outputs([_out()], out)
+    before = sorted(p.relative_to(out) for p in out.rglob("*"))
+    assert (out / "plp" / "card.json").exists() and len(list(read_jsonl(out / "plp" / "train.jsonl"))) == 36
+
+    def boom(*a: object, **k: object) -> None:
+        raise DataError("disk full (simulated)")
+
+    monkeypatch.setattr(prep, "write_card", boom)
+    with pytest.raises(DataError, match="simulated"):
+        prep.write_outputs([_out(n=60)], out)
+    assert sorted(p.relative_to(out) for p in out.rglob("*")) == before  # untouched
+    assert len(list(read_jsonl(out / "plp" / "train.jsonl"))) == 36
+    assert not list(tmp_path.glob(".data.*"))  # nothing half-written left beside it
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["families"]["plp"]["train"] == 36
+
+
+def test_sources_are_validated(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="dataracebench"):
+        parse_params({"prepare": {"sources": {"mlperf": ["dataracebench:/x"]}}})
+    with pytest.raises(ConfigError, match="unknown family 'dgemm'"):
+        parse_params({"prepare": {"sources": {"dgemm": ["synthetic"]}}})
+    with pytest.raises(ConfigError, match="takes no path"):
+        parse_params({"prepare": {"sources": {"plp": ["synthetic:/x"]}}})
+    p = parse_params({"prepare": {"sources": {"plp": [f"hpcgpt:{tmp_path}/task1_plp.json"]}}}).prepare
+    with pytest.raises(DataError, match="task1_plp.json does not exist"):
+        prep.sources_of(p, "plp")
+    assert prep.sources_of(p, "mlperf") == [("synthetic", None)]  # unlisted family: synthetic
+
+
+def test_empty_family_is_an_error() -> None:
+    with pytest.raises(DataError, match="produced no items"):
+        prep.finish("plp", [], parse_params({}).prepare, key=str)
