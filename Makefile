@@ -6,8 +6,9 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.stamp-$(shell sha256sum pyproject.toml | cut -c1-12)
-APT_TOOLS := gcc nm readelf unshare prlimit taskset
-APT_PACKAGES := gcc binutils util-linux
+# gcc/binutils/util-linux: the benchmark engine; clang + libomp-dev: ThreadSanitizer checks of the race corpus
+# (gcc's libgomp is not instrumented); gfortran: compiling the Fortran race items.
+APT_PACKAGES := gcc binutils util-linux clang libomp-dev gfortran
 
 export DO_NOT_TRACK := true
 export MLFLOW_DISABLE_TELEMETRY := true
@@ -20,11 +21,13 @@ export PYTHONDONTWRITEBYTECODE := 1
 setup: system-deps $(STAMP)
 
 system-deps:
-	@missing=""; for t in $(APT_TOOLS); do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
+	@command -v dpkg-query >/dev/null || { echo "no dpkg: install $(APT_PACKAGES) yourself"; exit 0; }; \
+	missing=""; for p in $(APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
-	  echo "installing system packages (missing:$$missing)"; \
+	  echo "installing system packages:$$missing"; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $(APT_PACKAGES); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
 	fi
 
 # torch first and alone: the pinned CPU wheel lies on disk; anything asking for torch later finds it installed.
