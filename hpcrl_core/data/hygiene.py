@@ -5,8 +5,9 @@ Every action is counted in a ``HygieneReport`` that goes into the family's data 
 - questions asked more than once with different gold answers are conflicts: all their items are flagged
   (``metadata`` is left alone; the ids are listed) and kept out of evaluation (they go to train);
 - identifiers that leak a race label (``DRB001-antidep1-orig-yes``, ``foo_yes``) are stripped from prompts;
-- the split is stratified by a key (the label, the technique set ...) with a fixed seed, 9:1 by default, and no
-  content hash appears in both train and eval (checked, not assumed).
+- the split is stratified by a key (the label, the technique set ...) with a fixed seed, 9:1 by default; items of
+  one group (paraphrases of one fact, prompts paired with one kernel) stay on one side; and no content hash
+  appears in both train and eval (checked, not assumed).
 
 Test: ``pytest tests/data/test_hygiene.py``.
 """
@@ -96,31 +97,44 @@ def find_conflicts(records: Sequence[Record]) -> set[str]:
     return {r.id for r in records if r.question_hash() in bad}
 
 
-def stratified_split(records: Sequence[Record], key: Callable[[Record], str], eval_fraction: float, seed: int,
-                     never_eval: set[str] | None = None) -> tuple[list[Record], list[Record]]:
-    """Split each stratum ``eval_fraction`` : rest with a fixed seed; ``never_eval`` ids always go to train.
+Grouper = Callable[[Record], str]
 
-    Items sharing a content hash stay on one side, so nothing is in both.
+
+def stratified_split(records: Sequence[Record], key: Grouper, eval_fraction: float, seed: int,
+                     never_eval: set[str] | None = None,
+                     group: Grouper | None = None) -> tuple[list[Record], list[Record]]:
+    """Split each stratum ``eval_fraction`` : rest with a fixed seed.
+
+    Args:
+        records: the items.
+        key: the stratum of an item (its label, topic, technique set ...).
+        eval_fraction: share of each stratum's groups that goes to eval.
+        seed: the shuffle seed.
+        never_eval: ids that always go to train (conflicts); their whole group goes with them.
+        group: items with the same group (paraphrases of one fact, prompts of one kernel) stay on one side;
+            by default each item is its own group.
     """
     never_eval = never_eval or set()
-    strata: dict[str, list[Record]] = defaultdict(list)
+    group = group or (lambda r: r.id)
+    strata: dict[str, dict[str, list[Record]]] = defaultdict(lambda: defaultdict(list))
     for r in records:
-        strata[key(r)].append(r)
+        strata[key(r)][group(r)].append(r)
     rng = random.Random(seed)
-    train, evals = [], []
+    train: list[Record] = []
+    evals: list[Record] = []
     for name in sorted(strata):
-        items = sorted(strata[name], key=lambda r: r.id)
-        rng.shuffle(items)
-        eligible = [r for r in items if r.id not in never_eval]
+        groups = [strata[name][g] for g in sorted(strata[name])]
+        rng.shuffle(groups)
+        eligible = [g for g in groups if not any(r.id in never_eval for r in g)]
         k = round(len(eligible) * eval_fraction) if len(eligible) > 1 else 0
-        chosen = {r.id for r in eligible[:k]}
-        evals += [r for r in items if r.id in chosen]
-        train += [r for r in items if r.id not in chosen]
+        chosen = {id(g) for g in eligible[:k]}
+        for g in groups:
+            (evals if id(g) in chosen else train).extend(g)
     return train, evals
 
 
-def clean_and_split(records: Sequence[Record], key: Callable[[Record], str], eval_fraction: float, seed: int,
-                    strip: bool = False) -> tuple[list[Record], list[Record], HygieneReport]:
+def clean_and_split(records: Sequence[Record], key: Grouper, eval_fraction: float, seed: int, strip: bool = False,
+                    group: Grouper | None = None) -> tuple[list[Record], list[Record], HygieneReport]:
     """The whole hygiene pass for one family.
 
     Raises:
@@ -135,7 +149,7 @@ def clean_and_split(records: Sequence[Record], key: Callable[[Record], str], eva
     items, report.duplicates_dropped = dedupe(items)
     conflicts = find_conflicts(items)
     report.conflicts = sorted(conflicts)
-    train, evals = stratified_split(items, key, eval_fraction, seed, never_eval=conflicts)
+    train, evals = stratified_split(items, key, eval_fraction, seed, never_eval=conflicts, group=group)
     overlap = {r.content_hash() for r in train} & {r.content_hash() for r in evals}
     if overlap:
         raise DataError(f"{len(overlap)} items are in both train and eval after the split (hygiene bug)")

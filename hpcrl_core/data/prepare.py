@@ -61,11 +61,12 @@ def sources_of(p: PrepareParams, family: str) -> list[tuple[str, Path | None]]:
 
 
 def finish(family: str, records: list[Record], p: PrepareParams, key: Callable[[Record], str], *, strip: bool = False,
-           extra: dict[str, Any] | None = None, t0: float | None = None) -> FamilyOutput:
+           group: Callable[[Record], str] | None = None, extra: dict[str, Any] | None = None,
+           t0: float | None = None) -> FamilyOutput:
     """Hygiene, split and card for a family's records."""
     if not records:
         raise DataError(f"family {family}: its sources produced no items")
-    train, evals, report = clean_and_split(records, key, p.eval_fraction, p.seed, strip=strip)
+    train, evals, report = clean_and_split(records, key, p.eval_fraction, p.seed, strip=strip, group=group)
     card = build_card(family, train, evals, report, extra)
     return FamilyOutput(family, {"train.jsonl": train, "eval.jsonl": evals}, card,
                         time.monotonic() - t0 if t0 else 0.0)

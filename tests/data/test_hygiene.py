@@ -53,3 +53,11 @@ def test_split_is_stratified_seeded_and_disjoint() -> None:
     assert [r.id for r in again] == [r.id for r in evals]
     other = clean_and_split(items, lambda r: r.answer, 0.1, 43)[1]
     assert [r.id for r in other] != [r.id for r in evals]
+
+
+def test_groups_stay_on_one_side() -> None:
+    items = [Record("plp", messages(None, f"Q{fact} variant {v}?"), assistant(f"A{fact}"), f"A{fact}",
+                    {"topic": "t", "fact_id": f"f{fact}"}, {"source": "t"}) for fact in range(30) for v in range(3)]
+    train, evals, _ = clean_and_split(items, lambda r: "t", 0.1, 5, group=lambda r: r.metadata["fact_id"])
+    assert len(evals) == 9  # 3 of 30 facts, all 3 paraphrases each
+    assert not {r.metadata["fact_id"] for r in train} & {r.metadata["fact_id"] for r in evals}
