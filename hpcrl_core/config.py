@@ -139,6 +139,9 @@ class RacePrepParams(_Section):
 
 class QAPrepParams(_Section):
     paraphrases: int = Field(3, ge=1, le=20)  # question templates used per fact
+    # "phrasing": eval asks facts seen in training in words never seen (does SFT inject the fact?);
+    # "fact": eval asks facts never seen in training (only answerable by a model that knew them before)
+    hold_out: Literal["phrasing", "fact"] = "phrasing"
 
 
 class PrepareParams(_Section):
