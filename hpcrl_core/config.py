@@ -125,7 +125,7 @@ def _default_sources() -> dict[str, tuple[str, ...]]:
 
 
 class DgemmPrepParams(_Section):
-    train_problems: int = Field(400, ge=1, le=100_000)
+    train_problems: int = Field(960, ge=1, le=100_000)
     eval_problems: int = Field(40, ge=1, le=10_000)
     variants: int = Field(320, ge=1, le=100_000)  # kernel variants generated and benchmarked for the corpus
     bench_n: int = Field(256, ge=16, le=4096)  # size at which corpus kernels are verified and timed

@@ -1,0 +1,251 @@
+"""Surface style of generated DGEMM kernels: names, index expressions, constants, layout and comments.
+
+A ``Style`` is drawn once per variant (``random_style``); the family generators in ``dgemm_variants_*`` write
+their C through its helpers, and ``render`` applies the layout (brace style, indentation, comments) last. Style
+never changes what a kernel computes nor the techniques it uses: only how it reads.
+
+A family generator returns a ``Draft``: a short description of its parameters, the rendered code, and the
+techniques it intends (by the detector's rules in ``hpcrl_core.bench.techniques``).
+
+Comment lines in templates are written as ``//# text``; ``render`` keeps them as ``//`` or ``/* */`` comments, or
+drops them, according to the style.
+
+Test: ``pytest tests/data/test_dgemm_variants.py``.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from hpcrl_core.bench.techniques import Technique
+
+# (row, column, reduction) index names and the matching tile-origin names; none collides with template locals.
+NAME_SETS: tuple[tuple[str, ...], ...] = (
+    ("i", "j", "k", "ii", "jj", "kk"),
+    ("i", "j", "k", "i0", "j0", "k0"),
+    ("i", "j", "k", "ib", "jb", "kb"),
+    ("i", "j", "p", "ii", "jj", "pp"),
+    ("row", "col", "k", "r0", "c0", "k0"),
+    ("y", "x", "k", "yb", "xb", "kb"),
+)
+SIGNATURES: tuple[str, ...] = (
+    "void dgemm(int n, const double *A, const double *B, double *C)",
+    "void dgemm(int n, const double *restrict A, const double *restrict B, double *restrict C)",
+    "void dgemm(const int n, const double *A, const double *B, double *C)",
+    "void dgemm(int n, const double* A, const double* B, double* C)",
+    "void\ndgemm(int n, const double *A, const double *B, double *C)",
+)
+_ACC_NAMES = ("sum", "s", "acc", "dot", "t")
+_A_NAMES = ("a", "aik", "a_ik", "av")
+_CROW_NAMES = ("crow", "c_row", "Ci", "out")
+_BROW_NAMES = ("brow", "b_row", "Bk", "src")
+_MIN_NAMES = ("imin", "min_int", "mini")
+
+
+@dataclass(frozen=True)
+class Draft:
+    """What a family generator returns: ``desc`` names the parameters (it becomes part of the variant name)."""
+
+    desc: str
+    code: str
+    intended: frozenset[Technique]
+
+
+@dataclass(frozen=True)
+class Style:
+    """How one kernel reads. ``index``: flat | cast | ptr; ``consts``: define | enum;
+    ``bound``: func | macro | ternary; ``comments``: none | line | block."""
+
+    i: str
+    j: str
+    k: str
+    ii: str
+    jj: str
+    kk: str
+    index: str
+    consts: str
+    bound: str
+    comments: str
+    indent: str
+    allman: bool
+    signature: str
+    acc: str
+    aval: str
+    crow: str
+    brow: str
+    min_name: str
+    rowptr: bool
+    const_locals: bool
+
+    def at(self, m: str, r: str, c: str) -> str:
+        """Element (r, c) of the n x n row-major matrix m; r and c must be parenthesised if compound."""
+        if self.index == "cast":
+            return f"{m}[(size_t){r} * n + {c}]"
+        if self.index == "ptr":
+            return f"*({m} + {r} * n + {c})"
+        return f"{m}[{r} * n + {c}]"
+
+    def addr(self, m: str, r: str, c: str) -> str:
+        """Address of element (r, c) of m."""
+        if self.index == "cast":
+            return f"&{m}[(size_t){r} * n + {c}]"
+        if self.index == "ptr":
+            return f"{m} + {r} * n + {c}"
+        return f"&{m}[{r} * n + {c}]"
+
+    def row(self, m: str, r: str) -> str:
+        """Pointer to row r of m."""
+        if self.index == "cast":
+            return f"{m} + (size_t){r} * n"
+        if self.index == "ptr":
+            return f"&{m}[{r} * n]"
+        return f"{m} + {r} * n"
+
+    def mn(self, a: str, b: str) -> str:
+        """min(a, b) in this style's spelling (``min_def`` supplies the helper)."""
+        if self.bound == "func":
+            return f"{self.min_name}({a}, {b})"
+        if self.bound == "macro":
+            return f"MIN({a}, {b})"
+        return f"({a} < {b} ? {a} : {b})"
+
+    def min_def(self) -> str:
+        if self.bound == "func":
+            return f"static inline int {self.min_name}(int a, int b) {{ return a < b ? a : b; }}\n\n"
+        if self.bound == "macro":
+            return "#define MIN(a, b) ((a) < (b) ? (a) : (b))\n\n"
+        return ""
+
+    def consts_def(self, values: Mapping[str, int]) -> str:
+        """File-scope integer constants (usable in array sizes and attributes either way)."""
+        if not values:
+            return ""
+        if self.consts == "enum":
+            return "enum { " + ", ".join(f"{k} = {v}" for k, v in values.items()) + " };\n\n"
+        return "".join(f"#define {k} {v}\n" for k, v in values.items()) + "\n"
+
+    @property
+    def cq(self) -> str:
+        """``const `` or nothing, for read-only locals."""
+        return "const " if self.const_locals else ""
+
+
+def random_style(rng: random.Random) -> Style:
+    """Draw a style (every choice independent, so surface variation multiplies across families)."""
+    i, j, k, ii, jj, kk = rng.choice(NAME_SETS)
+    return Style(i=i, j=j, k=k, ii=ii, jj=jj, kk=kk, index=rng.choice(("flat", "flat", "cast", "cast", "ptr")),
+                 consts=rng.choice(("define", "define", "enum")), bound=rng.choice(("func", "macro", "ternary")),
+                 comments=rng.choice(("none", "line", "line", "block")), indent=rng.choice(("    ", "    ", "  ")),
+                 allman=rng.random() < 0.3, signature=rng.choice(SIGNATURES), acc=rng.choice(_ACC_NAMES),
+                 aval=rng.choice(_A_NAMES), crow=rng.choice(_CROW_NAMES), brow=rng.choice(_BROW_NAMES),
+                 min_name=rng.choice(_MIN_NAMES), rowptr=rng.random() < 0.5, const_locals=rng.random() < 0.6)
+
+
+def omp_for(rng: random.Random, extra: str = "") -> str:
+    """A ``#pragma omp parallel for`` line with an optional schedule clause."""
+    sched = rng.choice(("", "", " schedule(static)", " schedule(dynamic, 4)", " schedule(guided)"))
+    return f"#pragma omp parallel for{extra}{sched}"
+
+
+def lead(pragma: str) -> str:
+    """A pragma line to put before a statement (nothing when ``pragma`` is empty)."""
+    return f"{pragma}\n" if pragma else ""
+
+
+def decls(ctype: str, items: list[str], width: int = 96) -> str:
+    """``ctype a, b, c;`` on one line when it fits in ``width``, else one declaration per line."""
+    one = f"{ctype} {', '.join(items)};"
+    return one if len(one) <= width else "\n".join(f"{ctype} {x};" for x in items)
+
+
+def pline(pragma: str, depth: int = 0) -> str:
+    """A pragma as a whole line indented by ``depth`` levels (nothing when ``pragma`` is empty)."""
+    return f"{'    ' * depth}{pragma}\n" if pragma else ""
+
+
+def unroll(rng: random.Random) -> str:
+    return f"#pragma GCC unroll {rng.choice((2, 4, 4, 8))}"
+
+
+def roff(v: str, d: int) -> str:
+    """``v`` or ``(v + d)``: a row index offset, parenthesised for use in ``Style.at``."""
+    return f"({v} + {d})" if d else v
+
+
+def coff(v: str, d: int) -> str:
+    """``v`` or ``v + d``: a column index offset."""
+    return f"{v} + {d}" if d else v
+
+
+def includes(*headers: str) -> str:
+    return "".join(f"#include <{h}>\n" for h in dict.fromkeys(headers)) + ("\n" if headers else "")
+
+
+def zero_matrix(rng: random.Random) -> str:
+    """A statement that zeroes all of C (C arrives holding garbage)."""
+    return rng.choice((
+        "memset(C, 0, (size_t)n * n * sizeof(double));",
+        "memset(C, 0, sizeof(double) * (size_t)n * n);",
+        "for (size_t z = 0; z < (size_t)n * n; z++)\n    C[z] = 0.0;",
+    ))
+
+
+def zero_row(ptr: str, rng: random.Random) -> str:
+    """A statement that zeroes one row of n doubles at ``ptr``."""
+    return rng.choice((f"memset({ptr}, 0, (size_t)n * sizeof(double));",
+                       f"memset({ptr}, 0, sizeof(double) * n);",
+                       f"for (int z = 0; z < n; z++)\n    {ptr}[z] = 0.0;"))
+
+
+def block(text: str, depth: int) -> str:
+    """Indent every non-empty line of ``text`` by ``depth`` levels of four spaces."""
+    pad = "    " * depth
+    return "\n".join(pad + ln if ln.strip() else ln for ln in text.strip("\n").split("\n"))
+
+
+_OPEN = re.compile(r"^(\s*)(\S.*?)\s*\{$")
+
+
+def _allman(lines: list[str]) -> list[str]:
+    out: list[str] = []
+    for ln in lines:
+        m = _OPEN.match(ln)
+        if not m or m.group(2).endswith("=") or m.group(2).startswith(("#", "//", "/*", "typedef", "enum")):
+            out.append(ln)
+            continue
+        pad, head = m.groups()
+        if head.startswith("} "):
+            out.append(pad + "}")
+            head = head[2:]
+        out += [pad + head, pad + "{"]
+    return out
+
+
+def _comment(ln: str, mode: str) -> str | None:
+    pad, text = ln.split("//#", 1)
+    if mode == "none":
+        return None
+    return f"{pad}// {text.strip()}" if mode == "line" else f"{pad}/* {text.strip()} */"
+
+
+def render(code: str, s: Style, header: str = "") -> str:
+    """Apply comments, brace style and indentation; prepend the optional header comment."""
+    lines: list[str] = []
+    for ln in code.strip("\n").split("\n"):
+        if ln.lstrip().startswith("//#"):
+            kept = _comment(ln, s.comments)
+            if kept is not None:
+                lines.append(kept)
+        else:
+            lines.append(ln.rstrip())
+    if s.allman:
+        lines = _allman(lines)
+    if s.indent != "    ":
+        lines = [re.sub(r"^(    )+", lambda m: s.indent * (len(m.group(0)) // 4), ln) for ln in lines]
+    text = "\n".join(lines) + "\n"
+    if header and s.comments != "none":
+        text = (f"/* {header} */\n" if s.comments == "block" else f"// {header}\n") + text
+    return re.sub(r"\n{3,}", "\n\n", text)

@@ -1,0 +1,83 @@
+"""Tests of the DGEMM variant generator: determinism, distinct codes, the family mix, the contract in the source,
+intended techniques against the detector, and (integration) every variant of a batch verified by a real engine.
+
+Run: pytest tests/data/test_dgemm_variants.py            (add -m integration for the engine test alone)
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from hpcrl_core.bench.engine import Engine
+from hpcrl_core.bench.executor import LocalExecutor
+from hpcrl_core.bench.extract import normalise_code
+from hpcrl_core.bench.techniques import ALL_TECHNIQUES, detect_techniques_in_source
+from hpcrl_core.data.dgemm_problems import HEADERS
+from hpcrl_core.data.dgemm_variants import FAMILIES, family_schedule, generate_variants
+from hpcrl_core.errors import DataError
+
+_INCLUDE = re.compile(r"^\s*#\s*include\s*<([^>]+)>", re.M)
+_SIGNATURE = re.compile(r"void\s+dgemm\s*\(\s*(const\s+)?int\s+n\s*,\s*const\s+double\s*\*\s*(restrict\s+)?A\s*,\s*"
+                        r"const\s+double\s*\*\s*(restrict\s+)?B\s*,\s*double\s*\*\s*(restrict\s+)?C\s*\)")
+
+
+def test_variants_are_deterministic_in_the_seed() -> None:
+    assert generate_variants(5, 30) == generate_variants(5, 30)
+    assert [v.code for v in generate_variants(5, 30)] != [v.code for v in generate_variants(6, 30)]
+
+
+def test_variants_are_distinct_even_ignoring_comments_and_layout() -> None:
+    variants = generate_variants(0, 600)
+    assert len({normalise_code(v.code) for v in variants}) == 600
+    assert len({v.name for v in variants}) == 600
+
+
+def test_a_small_batch_holds_every_family_in_proportion() -> None:
+    names = [v.name.split(":")[1] for v in generate_variants(2, 40)]
+    assert set(names) == set(FAMILIES)
+    counts = {f: family_schedule(1000).count(f) for f in FAMILIES}
+    for f, (_, share) in FAMILIES.items():
+        assert abs(counts[f] / 1000 - share) < 0.01, (f, counts[f])
+
+
+def test_every_variant_keeps_the_contract_in_its_source() -> None:
+    for v in generate_variants(1, 300):
+        assert len(_SIGNATURE.findall(v.code)) == 1, v.name
+        assert set(_INCLUDE.findall(v.code)) <= set(HEADERS), v.name
+        assert not re.search(r"\bmain\s*\(|printf|cblas|dgemm_\(", v.code), v.name
+
+
+def test_intended_techniques_agree_with_the_detector() -> None:
+    bad = [(v.name, sorted(v.intended), sorted(detect_techniques_in_source(v.code)))
+           for v in generate_variants(3, 400) if detect_techniques_in_source(v.code) != v.intended]
+    assert not bad, bad[:5]
+
+
+def test_the_batch_spans_plain_kernels_and_every_technique() -> None:
+    sets = [v.intended for v in generate_variants(4, 400)]
+    assert frozenset() in sets
+    for t in ALL_TECHNIQUES:
+        assert frozenset({t}) in sets, t  # each technique alone, too
+        assert sum(t in s for s in sets) >= 40, t
+    assert sum(s == frozenset(ALL_TECHNIQUES) for s in sets) >= 20  # the packed, threaded top of the ladder
+    assert len(set(sets)) >= 28  # most of the 32 combinations
+
+
+def test_a_negative_count_is_rejected() -> None:
+    assert generate_variants(0, 0) == []
+    with pytest.raises(DataError, match="got -1"):
+        generate_variants(0, -1)
+
+
+@pytest.mark.integration
+def test_every_variant_of_a_batch_verifies_with_the_intended_techniques(engine: Engine) -> None:
+    variants = generate_variants(0, 40)
+    with LocalExecutor(engine) as ex:
+        results = ex.map([v.code for v in variants])
+    failed = [(v.name, r.status.value, r.detail[:300]) for v, r in zip(variants, results, strict=True) if not r.ok]
+    assert not failed, failed
+    mismatched = [(v.name, sorted(v.intended), r.techniques) for v, r in zip(variants, results, strict=True)
+                  if set(r.techniques) != {t.value for t in v.intended}]
+    assert not mismatched, mismatched
