@@ -3,3 +3,7 @@
 
 Each stage's flow arrives with its issue; the benchmark engine they build on is ``hpcrl_core.bench``.
 """
+
+from hpcrl_core.runtime_env import apply_defaults
+
+apply_defaults()

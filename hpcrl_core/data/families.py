@@ -1,0 +1,108 @@
+"""Builders of each family's data from its configured sources (called by the prepare stage).
+
+Each returns a ``FamilyOutput`` (records split 9:1 with hygiene applied, and the family's data card).
+
+Test: ``pytest tests/data/test_prepare.py``.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from hpcrl_core.bench.engine import Engine
+from hpcrl_core.bench.executor import LocalExecutor
+from hpcrl_core.config import BenchParams, PrepareParams, Settings
+from hpcrl_core.data.dgemm_corpus import benchmark_variants, gflops_distribution, sft_records
+from hpcrl_core.data.dgemm_problems import make_problems, problem_record
+from hpcrl_core.data.dgemm_variants import generate_variants
+from hpcrl_core.data.mlperf import generate_mlperf_items, load_hpcgpt_mlperf
+from hpcrl_core.data.plp import generate_plp_items, load_hpcgpt_plp
+from hpcrl_core.data.prepare import FamilyOutput, Progress, finish, sources_of
+from hpcrl_core.data.race_gen import generate_race_items
+from hpcrl_core.data.race_loaders import load_dataracebench, load_hpcgpt_race
+from hpcrl_core.data.race_tsan import check_with_tsan, tsan_agreement, tsan_available
+from hpcrl_core.data.schema import Record
+
+
+def _say(progress: Progress | None, text: str) -> None:
+    if progress:
+        progress(text)
+
+
+def prepare_race(language: str, p: PrepareParams, progress: Progress | None = None) -> FamilyOutput:
+    """Race detection items in one language, TSan-checked (C) and labelled by construction or by file name."""
+    t0 = time.monotonic()
+    family = f"race_{language}"
+    records: list[Record] = []
+    for kind, path in sources_of(p, family):
+        if kind == "synthetic":
+            records += generate_race_items(language, p.race.per_pattern, p.seed)
+        elif kind == "dataracebench":
+            records += load_dataracebench(Path(str(path)), language)
+        else:
+            records += load_hpcgpt_race(Path(str(path)), language)
+    extra: dict[str, object] = {}
+    if language == "c" and p.race.tsan:
+        if tsan_available():
+            _say(progress, f"{family}: checking {len(records)} programs with ThreadSanitizer")
+            records = check_with_tsan(records)
+            extra["tsan"] = tsan_agreement(records)
+        else:
+            extra["tsan"] = "not run: clang with libomp is not installed (make setup installs it)"
+    return finish(family, records, p, key=lambda r: f"{r.answer}|{r.metadata.get('pattern')}", strip=True,
+                  extra=extra or None, t0=t0)
+
+
+def prepare_qa(family: str, p: PrepareParams, progress: Progress | None = None) -> FamilyOutput:
+    """MLPerf or PLP question answering from the shipped facts tables and/or HPC-GPT files."""
+    t0 = time.monotonic()
+    qa = p.mlperf if family == "mlperf" else p.plp
+    generate, load = ((generate_mlperf_items, load_hpcgpt_mlperf) if family == "mlperf"
+                      else (generate_plp_items, load_hpcgpt_plp))
+    records: list[Record] = []
+    for kind, path in sources_of(p, family):
+        records += generate(p.seed, qa.paraphrases) if kind == "synthetic" else load(Path(str(path)))
+    _say(progress, f"{family}: {len(records)} items")
+    by_fact = qa.hold_out == "fact"  # else each phrasing is its own item: eval questions are unseen wordings
+    return finish(family, records, p, key=lambda r: str(r.metadata.get("topic")),
+                  group=(lambda r: str(r.metadata.get("fact_id") or r.id)) if by_fact else None,
+                  extra={"hold_out": qa.hold_out}, t0=t0)
+
+
+def corpus_bench_params(bench: BenchParams, n: int) -> BenchParams:
+    """The engine settings for verifying corpus kernels: the project's flags at ``n`` with short timing.
+
+    Data preparation needs every kernel verified and a rough speed, not a precise one.
+    """
+    timing = bench.timing.model_copy(update={"min_reps": 3, "min_time_s": 0.05, "max_time_s": 0.5,
+                                             "disturbed_retries": 0})
+    return bench.model_copy(update={"n": n, "timing": timing})
+
+
+def prepare_dgemm(p: PrepareParams, bench: BenchParams, settings: Settings,
+                  progress: Progress | None = None) -> FamilyOutput:
+    """DGEMM problems (train / held-out eval) and the verified SFT corpus paired with train prompts."""
+    t0 = time.monotonic()
+    d = p.dgemm
+    train_problems = make_problems("train", p.seed, d.train_problems)
+    eval_problems = make_problems("eval", p.seed, d.eval_problems)
+    variants = generate_variants(p.seed, d.variants)
+    engine = Engine(corpus_bench_params(bench, d.bench_n), settings)
+
+    def tick(done: int, total: int) -> None:
+        if done == total or done % 20 == 0:
+            _say(progress, f"dgemm: benchmarked {done}/{total} kernel variants")
+
+    with LocalExecutor(engine) as ex:
+        kernels, bench_report = benchmark_variants(variants, ex, d.bench_n, progress=tick)
+    records = sft_records(kernels, train_problems, p.seed, d.per_kernel)
+    extra = {"corpus": bench_report, "gflops": gflops_distribution(kernels), "bench_n": d.bench_n,
+             "train_problems": len(train_problems), "eval_problems": len(eval_problems)}
+    out = finish("dgemm", records, p, key=lambda r: ",".join(r.metadata.get("permitted") or []),
+                 group=lambda r: str(r.metadata.get("kernel_name")), extra=extra, t0=t0)
+    out.files["problems_train.jsonl"] = [problem_record(q, "train", p.seed) for q in train_problems]
+    out.files["problems_eval.jsonl"] = [problem_record(q, "eval", p.seed) for q in eval_problems]
+    out.extra_files["corpus.jsonl"] = [{"name": k.name, "techniques": sorted(k.techniques), "gflops": k.gflops,
+                                        "cv": k.cv, "code": k.code} for k in kernels]
+    return out

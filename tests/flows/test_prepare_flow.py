@@ -1,0 +1,58 @@
+"""The prepare flow end to end on a real Prefect engine (test harness), small sizes, real engine and MLflow.
+
+Run: pytest tests/flows/test_prepare_flow.py
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hpcrl_core.config import Settings
+from hpcrl_core.data.schema import FAMILIES, read_jsonl
+from tests.conftest import FAST_BENCH
+
+pytestmark = pytest.mark.integration
+
+SMALL = {
+    "bench": FAST_BENCH,
+    "prepare": {
+        "seed": 7,
+        "dgemm": {"train_problems": 40, "eval_problems": 8, "variants": 12, "bench_n": 64, "per_kernel": 2},
+        "race": {"per_pattern": 2, "tsan": True},
+        "mlperf": {"paraphrases": 1},
+        "plp": {"paraphrases": 1},
+    },
+}
+
+
+def test_prepare_flow_writes_every_family_and_logs_to_mlflow(tmp_path: Path, bench_dirs: Settings,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from prefect.testing.utilities import prefect_test_harness
+
+    import mlflow
+    from flows.prepare import prepare
+
+    monkeypatch.setenv("HPCRL_CACHE_DIR", str(bench_dirs.cache_dir))
+    monkeypatch.setenv("HPCRL_SCRATCH_DIR", str(bench_dirs.scratch_dir))
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump(SMALL))
+    out = tmp_path / "data"
+    with prefect_test_harness(server_startup_timeout=120):
+        summary = prepare(str(params), str(out))
+    assert set(summary["families"]) == set(FAMILIES)
+    for family in FAMILIES:
+        assert (out / family / "card.json").exists() and (out / family / "card.md").exists()
+        train = list(read_jsonl(out / family / "train.jsonl"))
+        assert train and all(r.family == family for r in train)
+    problems = list(read_jsonl(out / "dgemm" / "problems_eval.jsonl"))
+    assert len(problems) == 8 and all(r.completion == [] for r in problems)
+    card = json.loads((out / "race_c" / "card.json").read_text())
+    assert "tsan" in card["extra"]
+    runs = mlflow.search_runs(experiment_names=["hpcrl"], filter_string="tags.`hpcrl.stage` = 'prepare'")
+    assert len(runs) == 1 and runs.iloc[0]["metrics.race_c.train"] > 0
