@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from hpcrl_core.bench.cache import ResultCache
 from hpcrl_core.bench.engine import Engine
 from hpcrl_core.bench.executor import LocalExecutor
 from hpcrl_core.config import BenchParams, PrepareParams, Settings
@@ -94,7 +95,10 @@ def prepare_dgemm(p: PrepareParams, bench: BenchParams, settings: Settings,
         if done == total or done % 20 == 0:
             _say(progress, f"dgemm: benchmarked {done}/{total} kernel variants")
 
-    with LocalExecutor(engine) as ex:
+    # The result cache makes a rerun on this node reuse its measurements, so the corpus (and which prompts each
+    # kernel is paired with, which prefers faster kernels) is reproducible here, and a rerun takes seconds.
+    cache = ResultCache(Path(settings.cache_dir) / "bench.sqlite") if bench.cache else None
+    with LocalExecutor(engine, cache) as ex:
         kernels, bench_report = benchmark_variants(variants, ex, d.bench_n, progress=tick)
     records = sft_records(kernels, train_problems, p.seed, d.per_kernel)
     extra = {"corpus": bench_report, "gflops": gflops_distribution(kernels), "bench_n": d.bench_n,

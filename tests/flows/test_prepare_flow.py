@@ -45,6 +45,10 @@ def test_prepare_flow_writes_every_family_and_logs_to_mlflow(tmp_path: Path, ben
     out = tmp_path / "data"
     with prefect_test_harness(server_startup_timeout=120):
         summary = prepare(str(params), str(out))
+        again = tmp_path / "again"
+        prepare(str(params), str(again))  # same params, warm result cache: the same data, byte for byte
+    for name in ("dgemm/train.jsonl", "dgemm/eval.jsonl", "race_c/train.jsonl", "mlperf/eval.jsonl"):
+        assert (out / name).read_bytes() == (again / name).read_bytes(), name
     assert set(summary["families"]) == set(FAMILIES)
     for family in FAMILIES:
         assert (out / family / "card.json").exists() and (out / family / "card.md").exists()
@@ -55,4 +59,4 @@ def test_prepare_flow_writes_every_family_and_logs_to_mlflow(tmp_path: Path, ben
     card = json.loads((out / "race_c" / "card.json").read_text())
     assert "tsan" in card["extra"]
     runs = mlflow.search_runs(experiment_names=["hpcrl"], filter_string="tags.`hpcrl.stage` = 'prepare'")
-    assert len(runs) == 1 and runs.iloc[0]["metrics.race_c.train"] > 0
+    assert len(runs) == 2 and runs.iloc[0]["metrics.race_c.train"] > 0
