@@ -72,3 +72,28 @@ def test_sources_are_validated(tmp_path: Path) -> None:
 def test_empty_family_is_an_error() -> None:
     with pytest.raises(DataError, match="produced no items"):
         prep.finish("plp", [], parse_params({}).prepare, key=str)
+
+
+def test_bad_hpcgpt_source_stops_the_family_with_file_record_and_field(tmp_path: Path) -> None:
+    from hpcrl_core.data.families import prepare_qa
+
+    bad = tmp_path / "task1_plp.json"
+    bad.write_text('[{"instruction": "What is POJ-104?", "input": ""}]')
+    p = parse_params({"prepare": {"sources": {"plp": [f"hpcgpt:{bad}"]}}}).prepare
+    with pytest.raises(DataError) as err:
+        prepare_qa("plp", p)
+    assert str(bad) in str(err.value) and "record 0" in str(err.value) and "'output'" in str(err.value)
+
+
+def test_real_and_synthetic_sources_combine(tmp_path: Path) -> None:
+    from hpcrl_core.data.families import prepare_qa
+
+    real = tmp_path / "task1_ml_perf.json"
+    real.write_text(json.dumps([{"instruction": "Which MLPerf suite measures inference?", "input": "",
+                                 "output": "MLPerf Inference"}] * 3))
+    p = parse_params({"prepare": {"sources": {"mlperf": ["synthetic", f"hpcgpt:{real}"]}}}).prepare
+    out = prepare_qa("mlperf", p)
+    sources = out.card["sources"]
+    assert sources[f"hpcgpt:{real}"] == 1  # three identical records: two duplicates dropped
+    assert out.card["hygiene"]["duplicates_dropped"] == 2
+    assert sources["synthetic:mlperf-facts@1"] > 100
