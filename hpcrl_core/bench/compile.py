@@ -13,6 +13,7 @@ Test: ``pytest tests/bench/test_compile.py``.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 import shutil
@@ -22,11 +23,12 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from hpcrl_core.bench.procs import run_tool
+from hpcrl_core.bench.procs import ToolLimits, run_tool
 from hpcrl_core.errors import BenchInfraError
 
 CSRC = Path(str(resources.files("hpcrl_core.bench") / "csrc"))
 DRIVER_FLAGS = ("-O3", "-march=native", "-fno-fast-math", "-std=gnu11")
+COMPILER_MEMORY_MB = 2048  # address-space limit of one compile: a pathological kernel cannot exhaust the node
 
 _ALLOWED_UNDEFINED = {
     "malloc", "calloc", "realloc", "free", "aligned_alloc", "posix_memalign", "memalign", "valloc",
@@ -117,7 +119,8 @@ def compile_kernel(src: Path, obj: Path, tc: Toolchain, cflags: Sequence[str], t
     """Compile the kernel alone into an object, the contract header force-included."""
     argv = [tc.compiler, *cflags, "-include", str(CSRC / "contract.h"), "-Werror=implicit-function-declaration",
             "-fno-common", "-c", str(src), "-o", str(obj)]
-    res = run_tool(argv, timeout=timeout, cwd=src.parent, cores=cores)
+    res = run_tool(argv, timeout=timeout, cwd=src.parent, cores=cores,
+                   limits=ToolLimits(memory_mb=COMPILER_MEMORY_MB, cpu_s=max(1, math.ceil(timeout))))
     if res.timed_out:
         return CompileOutcome("timeout", f"compilation did not finish within {timeout:g} s", res.seconds)
     if res.returncode != 0:

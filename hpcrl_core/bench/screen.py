@@ -19,13 +19,14 @@ Test: ``pytest tests/bench/test_screen.py``.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from hpcrl_core.bench.ctokens import Token, tokenize
-from hpcrl_core.bench.procs import run_tool
+from hpcrl_core.bench.procs import ToolLimits, run_tool
 from hpcrl_core.bench.techniques import Technique, detect_techniques
 from hpcrl_core.errors import BenchInfraError
 
@@ -94,6 +95,9 @@ _ALLOWED_ATTRIBUTES = {
 _ALLOWED_PRAGMAS = re.compile(
     r"^(omp\b|STDC\b|unroll\b|ivdep\b|GCC\s+(unroll|ivdep|optimize|push_options|pop_options|reset_options|"
     r"target|diagnostic)\b)")
+PREPROCESSED_LIMIT = 4 * 1024 * 1024
+# an include with a quoted or absolute path, in any spelling of '#' (digraph, trigraph), possibly spliced
+_QUOTED_INCLUDE = re.compile(r'^[ \t]*(?:#|%:|\?\?=)[ \t]*include(?:_next)?[ \t]*(?:"|<[ \t]*/)[^\n]*', re.MULTILINE)
 _OMP_FORBIDDEN = re.compile(r"^omp\s+(target|requires|declare\s+target|declare\s+variant)\b")
 
 
@@ -194,10 +198,16 @@ def _bad_includes(trace: str, stub: Path) -> str | None:
 def preprocess(code: str, workdir: Path, stub: Path, cflags: Sequence[str], compiler: str, timeout: float,
                cores: Sequence[int] | None = None) -> tuple[str | None, str]:
     """Run the real preprocessor against the stub headers. Returns (output or None, reason or include trace)."""
+    m = _QUOTED_INCLUDE.search(code)
+    if m:  # rejected before the preprocessor runs: "/dev/zero" would never end
+        return None, f"include not allowed: {m.group(0).strip()} (only <header.h> from: {', '.join(ALLOWED_HEADERS)})"
     src = workdir / "screen.c"
     src.write_text(code)
-    res = run_tool([compiler, "-E", "-P", "-H", "-nostdinc", "-I", str(stub), *cflags, str(src)],
-                   timeout=timeout, cwd=workdir, cores=cores)
+    res = run_tool([compiler, "-E", "-P", "-H", "-nostdinc", "-fmax-include-depth=8", "-I", str(stub), *cflags,
+                    str(src)], timeout=timeout, cwd=workdir, cores=cores, max_output=PREPROCESSED_LIMIT,
+                   kill_on_overflow=True, limits=ToolLimits(memory_mb=1024, cpu_s=max(1, math.ceil(timeout))))
+    if res.overflow:
+        return None, f"the preprocessed kernel exceeds {PREPROCESSED_LIMIT // (1024 * 1024)} MB (runaway macros)"
     if res.timed_out:
         return None, f"the preprocessor did not finish within {timeout:g} s"
     if res.returncode != 0:

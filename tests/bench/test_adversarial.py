@@ -118,3 +118,22 @@ def test_many_threads_are_capped_to_the_slot(engine: Engine, cores: tuple[int, .
     result = engine.run(ADVERSARIAL["many_openmp_threads"][0], cores)
     assert result.ok and "openmp" in result.techniques
     assert result.cores == cores
+
+
+COMPILE_TIME_ATTACKS = {
+    "include_dev_zero": ('#include "/dev/zero"\n' + GOOD, "include not allowed"),
+    "include_dev_zero_digraph": ('%:include "/dev/zero"\n' + GOOD, "include not allowed"),
+    # stopped by the preprocessor's memory limit
+    "computed_include_dev_zero": ('#define Z "/dev/zero"\n#include Z\n' + GOOD, "preprocessing failed"),
+    "macro_bomb": ("".join(f"#define M{i + 1} M{i} M{i}\n" for i in range(40)).replace("M0 M0", "x x", 1) +
+                   "int bomb = sizeof(M40);\n" + GOOD, "exceeds 4 MB"),
+}
+
+
+@pytest.mark.parametrize("name", list(COMPILE_TIME_ATTACKS))
+def test_compile_time_attacks_are_bounded(engine: Engine, cores: tuple[int, ...], name: str) -> None:
+    code, needle = COMPILE_TIME_ATTACKS[name]
+    t0 = time.monotonic()
+    r = engine.run(code, cores)
+    assert r.status is Status.FORMAT_VIOLATION and needle in r.detail, r.detail
+    assert time.monotonic() - t0 < 20
