@@ -1200,3 +1200,77 @@ def test_accumulator_array_passed_to_a_helper_and_strided_unrolling() -> None:
     found = explain_techniques(tokenize(KERNELS["rank1_helper_unrolled_by_pointer_strides"][0]))
     assert any("rank1" in why and "4 iterations" in why for why in found[RB])
     assert any("over k (step 2)" in why and "constant offsets" in why for why in found[RB])
+
+
+BLOCK_INDEX_KERNEL = """{head}
+void dgemm(int n, const double *A, const double *B, double *C) {{
+    {local}
+    int nb = (n + BS - 1) / BS;
+    for (int b = 0; b < nb; b++) {{
+        {bounds}
+            for (int j = 0; j < n; j++) {{
+                double s = 0.0;
+                for (int k = 0; k < n; k++) s += A[i*n + k] * B[k*n + j];
+                C[i*n + j] = s;
+            }}
+    }}
+}}
+"""
+BLOCK_BOUNDS = {
+    "via_block_start": "int i0 = b * BS;\n        for (int i = i0; i < i0 + BS && i < n; i++)",
+    "in_the_header": "for (int i = b * BS; i < (b + 1) * BS && i < n; i++)",
+}
+BLOCK_CONSTANTS = {
+    "local_const": ("", "const int BS = 24;"),
+    "define": ("#define BS 24", ""),
+    "enum": ("enum { BS = 24 };", ""),
+    "file_scope_static_const": ("static const int BS = 24;", ""),
+}
+
+
+@pytest.mark.parametrize("bounds", list(BLOCK_BOUNDS))
+@pytest.mark.parametrize("constant", list(BLOCK_CONSTANTS))
+def test_block_index_loops_are_cache_blocking_whatever_declares_the_block_size(constant: str, bounds: str) -> None:
+    head, local = BLOCK_CONSTANTS[constant]
+    src = BLOCK_INDEX_KERNEL.format(head=head, local=local, bounds=BLOCK_BOUNDS[bounds])
+    found = explain_techniques(tokenize(src), constants_from_defines(src))
+    assert set(found) == {CB}, found
+    assert any("over b (step 1)" in why and "scales the bounds" in why for why in found[CB])
+
+
+def test_a_local_constant_used_after_a_multiplication_is_a_known_constant() -> None:
+    src = """
+void dgemm(int n, const double *A, const double *B, double *C) {
+    const int BS = 64;
+    for (int ii = 0; ii < n; ii += BS)
+        for (int jb = 0; jb < n / BS; jb++)
+            for (int i = ii; i < ii + BS && i < n; i++)
+                for (int j = jb * BS; j < jb * BS + BS; j++)
+                    C[i*n + j] += A[i*n + j] * B[j];
+}
+"""
+    (ii,) = find_loops(tokenize(src))
+    (jb,) = ii.children
+    assert (ii.step, jb.step) == (64, 1)
+
+
+@pytest.mark.parametrize(
+    ("decl", "step"),
+    [
+        ("const int S = 8; x[0] = n * S;", 8),
+        ("int S = 8; x[0] = x[1] * S + (n & S);", 8),
+        ("int S = 8; x[0] = sizeof(double) * S;", 8),
+        ("int *const S = 0;", "symbolic"),
+        ("const int *S = 0;", "symbolic"),
+        ("int * restrict S = 0;", "symbolic"),
+        ("idx_t *S = 0;", "symbolic"),
+        ("struct node *S = 0;", "symbolic"),
+        ("long S = 0; x[0] = n * *S;", "symbolic"),
+        ("long S = 0; x[0] = (double)*S;", "symbolic"),
+        ("long S = 8; g(&S);", "symbolic"),
+    ],
+)
+def test_names_after_binary_operators_are_constants_pointers_are_not(decl: str, step: int | str) -> None:
+    src = f"void f(int n, double *x) {{ {decl} for (long i = 0; i < n; i += (long)S) x[i] += 1.0; }}"
+    (loop,) = find_loops(tokenize(src))
+    assert loop.step == step

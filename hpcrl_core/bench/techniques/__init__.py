@@ -16,7 +16,10 @@ int for ``i += 8`` or ``i += BS`` when ``BS`` is a known constant, ``"symbolic"`
 count when the bounds are constants (``r = 0; r < 4``). A ``while``/``do`` loop whose condition compares a
 variable that its body steps is treated like a ``for`` loop; other ``while`` loops (``do { } while (0)``...)
 are transparent. Known constants are ``enum`` members, variables assigned one constant value and never
-changed, integer arguments of an inlined call, and raw-source ``#define`` constants.
+changed, integer arguments of an inlined call, and raw-source ``#define`` constants. A name after a unary ``*``
+or ``&`` (a pointer declarator ``int *p``/``int *const p``/``T *p``, a dereference, an address-of) is no
+constant; after a binary one (``blk * BS``, ``n & MASK``: the operator follows a variable, a number, ``]`` or a
+``)`` that does not end a cast) it can be.
 
 "Derived from v" (below) means: v itself, a variable assigned (or declared) from an expression that uses a
 derived variable, a helper parameter whose argument uses one, and a variable stepped (``p++``, ``p += n``)
@@ -41,9 +44,10 @@ Rules:
   i++)``, ``i < min(ii + BS, n)``, ``i < iend`` with ``iend = ii + 64``); or (2) a loop with a symbolic step
   or an int step >= 32 that contains a loop that contains a loop (a three-deep tile nest such as BLIS
   jc/pc/ic); or (3) a loop with step 1 over block indices: a nested loop's init or condition multiplies a
-  variable derived from its variable by a constant >= 2 (``for (i = bi * 64; i < (bi + 1) * 64; i++)``); or
-  (4) ``#pragma omp tile``. A loop with a small int step (2..31) none of whose inner loops uses its variable in
-  init/condition is not cache blocking (see register blocking).
+  variable derived from its variable by a constant >= 2 (``for (i = bi * 64; i < (bi + 1) * 64; i++)``), or
+  uses a variable set in the loop from such a product (``int i0 = bi * BS; for (i = i0; i < i0 + BS; i++)``,
+  also through ``iend = i0 + BS``); or (4) ``#pragma omp tile``. A loop with a small int step (2..31) none of
+  whose inner loops uses its variable in init/condition is not cache blocking (see register blocking).
 - ``register_blocking`` (register blocking / unrolling): (1) ``#pragma GCC unroll N`` (N >= 2), ``#pragma
   unroll`` (no N or N >= 2), ``#pragma clang loop unroll(enable|full)``/``unroll_count(N>=2)``, ``#pragma omp
   unroll``, ``#pragma GCC optimize`` or an ``optimize(...)`` attribute naming ``unroll-loops``; or (2) a loop

@@ -13,7 +13,14 @@ import re
 from collections.abc import Mapping, Sequence
 
 from hpcrl_core.bench.ctokens import Token, tokenize
-from hpcrl_core.bench.techniques.exprs import _ASSIGN_OPS, _NOT_VARIABLES, _QUALIFIERS, _TYPE_WORDS, _split_top
+from hpcrl_core.bench.techniques.exprs import (
+    _ASSIGN_OPS,
+    _NOT_VARIABLES,
+    _QUALIFIERS,
+    _TYPE_WORDS,
+    _split_top,
+    _unary_operand,
+)
 from hpcrl_core.bench.techniques.parser import _Function
 
 _SIZEOF: dict[str, int] = {"char": 1, "short": 2, "int": 4, "float": 4, "long": 8, "double": 8, "size_t": 8,
@@ -249,8 +256,9 @@ def _initializer_end(tokens: Sequence[Token], j: int) -> int:
 
 def _constants(tokens: Sequence[Token], functions: Sequence[_Function]) -> dict[str, int]:
     """Names with one known integer value in the whole source: enum members, and variables whose only
-    assignments (declarations included) set the same constant and that are never stepped, taken by address or
-    used as a parameter name."""
+    assignments (declarations included) set the same constant and that are never stepped, taken by address,
+    declared or dereferenced as a pointer, or used as a parameter name. A name after a binary ``*``/``&``
+    (``blk * BS``, ``n & MASK``) is an operand, not a pointer (``exprs._unary_operand``)."""
     values: dict[str, set[int | None]] = {}
     n = len(tokens)
     consts = _enum_constants(tokens)  # enums first: later initialisers may use them
@@ -260,7 +268,7 @@ def _constants(tokens: Sequence[Token], functions: Sequence[_Function]) -> dict[
             continue
         prev = tokens[i - 1].text if i > 0 else ""
         nxt = tokens[i + 1].text if i + 1 < n else ""
-        if prev in ("++", "--", "&", "*") or nxt in ("++", "--"):
+        if prev in ("++", "--") or nxt in ("++", "--") or _unary_operand(tokens, i):
             bad.add(tok.text)  # stepped, taken by address, or a pointer (declarator or dereference)
         elif nxt in _ASSIGN_OPS and prev not in (".", "->"):
             if nxt != "=":

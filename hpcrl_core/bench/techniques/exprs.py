@@ -88,16 +88,69 @@ def _variables(tokens: Iterable[Token]) -> set[str]:
     """Identifiers that can name variables (keywords and type words left out)."""
     return {t.text for t in tokens if t.kind == "ident" and t.text not in _NOT_VARIABLES}
 
+
+_POINTER_QUALIFIERS = frozenset({"const", "volatile", "restrict", "__restrict", "__restrict__"})
+
+
+def _closes_cast(tokens: Sequence[Token], close: int) -> bool:
+    """Whether the ``)`` at ``tokens[close]`` ends a cast to a built-in type (``(double)``, ``(const int *)``), not
+    ``sizeof(double)`` or a call/group."""
+    j = close - 1
+    while j >= 0 and (tokens[j].text == "*" or (tokens[j].kind == "ident" and (
+            tokens[j].text in _TYPE_WORDS or tokens[j].text in _QUALIFIERS))):
+        j -= 1
+    if j < 0 or j == close - 1 or tokens[j].text != "(":
+        return False
+    return j == 0 or tokens[j - 1].text not in ("sizeof", "_Alignof", "alignof", "__alignof__")
+
+
 def _is_binary_star(tokens: Sequence[Token], i: int) -> bool:
     """Whether ``tokens[i]`` (a ``*``) is a multiplication, not a pointer declarator, cast or dereference."""
     if i == 0 or i + 1 >= len(tokens):
         return False
     prev, nxt = tokens[i - 1], tokens[i + 1]
     if prev.kind == "number" or prev.text in (")", "]"):
-        return nxt.text not in (")", ",")
+        return nxt.text not in (")", ",") and not (prev.text == ")" and _closes_cast(tokens, i - 1))
     if prev.kind != "ident" or prev.text in _NOT_VARIABLES:
         return False
-    return nxt.text not in (")", ",", "restrict", "__restrict", "__restrict__", "const", "volatile")
+    return nxt.text not in (")", ",") and nxt.text not in _POINTER_QUALIFIERS
+
+
+def _follows_operand(tokens: Sequence[Token], i: int) -> bool:
+    """Whether the ``*``/``&`` at ``tokens[i]`` (a statement, function or translation unit, so that index 0
+    starts a statement) is binary, a multiplication or bitwise and: it follows an operand, a number, ``)``, ``]``
+    or a variable-like identifier that is not the type name starting a declaration (``T *p`` at a statement's
+    start or a ``for`` init, after a qualifier or ``struct``). Otherwise it is a declarator, a dereference or an
+    address-of (after ``=``, ``(``, ``,``, an operator, a keyword or a type word)."""
+    if i == 0:
+        return False
+    prev = tokens[i - 1]
+    if prev.kind == "number" or prev.text == "]":
+        return True
+    if prev.text == ")":
+        return not _closes_cast(tokens, i - 1)
+    if prev.kind != "ident" or prev.text in _NOT_VARIABLES:
+        return False
+    before = tokens[i - 2] if i >= 2 else None
+    if before is None or before.kind == "pragma" or before.text in (";", "{", "}"):
+        return False  # ``T *p`` starting a statement
+    if before.kind == "ident" and (before.text in _QUALIFIERS or before.text in _TYPE_WORDS):
+        return False  # ``const T *p``, ``struct S *p``
+    return not (before.text == "(" and i >= 3 and tokens[i - 3].text == "for")
+
+
+def _unary_operand(tokens: Sequence[Token], i: int) -> bool:
+    """Whether the identifier at ``tokens[i]`` follows a unary ``*`` or ``&``: a pointer declarator (``int *p``,
+    ``int *const p``, ``T *p``), a dereference (``*p``, ``x = *p``) or an address-of (``&x``); ``x * N`` and
+    ``x & N`` (a multiplication, a bitwise and) are not."""
+    j = i - 1
+    qualified = False
+    while j >= 0 and tokens[j].kind == "ident" and tokens[j].text in _POINTER_QUALIFIERS:
+        j -= 1
+        qualified = True
+    if j < 0 or tokens[j].kind != "punct" or tokens[j].text not in ("*", "&"):
+        return False
+    return qualified or not _follows_operand(tokens, j)
 
 
 _ADDRESS_CALL_RE = re.compile(r"load|broadcast|gather|prefetch|memcpy|memmove|store|stream|scatter|^vld|^svld")

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from hpcrl_core.bench.ctokens import Token
 from hpcrl_core.bench.techniques.consteval import _eval
 from hpcrl_core.bench.techniques.dataflow import _derived, _offsets
-from hpcrl_core.bench.techniques.looptree import ForLoop, _Root
+from hpcrl_core.bench.techniques.looptree import ForLoop, _Inst, _Root
 from hpcrl_core.bench.techniques.technique import Technique
 
 
@@ -78,24 +78,45 @@ def _where(loop: ForLoop) -> str:
     return f"line {loop.line}: {loop.kind} loop over {loop.var or '?'} (step {loop.step}) in {loop.function}"
 
 
+def _scales(tokens: Sequence[Token], inst: _Inst, derived: set[str] | frozenset[str]) -> bool:
+    """Whether the tokens multiply a derived variable (or a parenthesised group using one) by a constant >= 2."""
+    for m, tok in enumerate(tokens):
+        if tok.kind != "punct" or tok.text != "*" or m == 0 or m + 1 >= len(tokens):
+            continue
+        for const_side, other_side in ((m + 1, m - 1), (m - 1, m + 1)):
+            value = _eval([tokens[const_side]], inst.consts)
+            if value is None or value < 2:
+                continue
+            operand = _operand(tokens, other_side, -1 if other_side < m else 1)
+            if inst.syms_of(operand) & derived:
+                return True
+    return False
+
+
+def _scaled_symbols(loop: ForLoop, derived: set[str]) -> set[str]:
+    """Variables set in ``loop`` from a derived variable scaled by a constant >= 2 (``int i0 = b * BS;``), and
+    variables set from those (``int iend = i0 + BS;``)."""
+    items = [it for it in loop.all_items() if it.target is not None and it.op == "="]
+    scaled: set[str] = {s for it in items if _scales(it.rhs, it.inst, derived) for s in it.lhs_syms}
+    for _ in range(4):
+        new = {s for it in items if it.rhs_syms & scaled for s in it.lhs_syms} - scaled
+        if not new:
+            break
+        scaled |= new
+    return scaled
+
+
 def _scaled_use(loop: ForLoop, derived: set[str]) -> ForLoop | None:
     """A loop nested in ``loop`` whose init or condition multiplies a derived variable by a constant >= 2
-    (``for (i = bi * 64; i < (bi + 1) * 64; i++)``: ``bi`` steps over blocks of 64), or None."""
+    (``for (i = bi * 64; i < (bi + 1) * 64; i++)``: ``bi`` steps over blocks of 64) or uses a variable set so
+    (``int i0 = bi * 64; for (i = i0; i < i0 + 64; i++)``), or None."""
+    scaled = _scaled_symbols(loop, derived)
     for sub in loop.descendants():
         inst = sub._inst
         if inst is None:
             continue
-        for part in (sub.init, sub.cond):
-            for m, tok in enumerate(part):
-                if tok.kind != "punct" or tok.text != "*" or m == 0 or m + 1 >= len(part):
-                    continue
-                for const_side, other_side in ((m + 1, m - 1), (m - 1, m + 1)):
-                    value = _eval([part[const_side]], inst.consts)
-                    if value is None or value < 2:
-                        continue
-                    operand = _operand(part, other_side, -1 if other_side < m else 1)
-                    if inst.syms_of(operand) & derived:
-                        return sub
+        if sub._header_syms & scaled or any(_scales(part, inst, derived) for part in (sub.init, sub.cond)):
+            return sub
     return None
 
 
