@@ -38,8 +38,23 @@ from hpcrl_core.bench.screen import ensure_stub_headers, screen_source
 from hpcrl_core.config import BenchParams, Settings
 from hpcrl_core.errors import BenchInfraError
 
-ENGINE_VERSION = "2"  # bump when a change alters results for the same code (it invalidates the cache)
+ENGINE_VERSION = "2"  # bump when engine.py changes results for the same code (driver/screens are hashed)
 _PLAUSIBLE_PEAK_FACTOR = 3.0  # results above this multiple of the estimated peak are impossible: tampering
+
+
+def screen_version() -> str:
+    """Hash of the code that decides statuses and techniques before a run (screens, detector, compile rules).
+
+    Part of every cache key, so that a change to a screen or to technique detection is never answered from
+    results cached under the old rules.
+    """
+    here = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for path in sorted([here / "screen.py", here / "compile.py", here / "ctokens.py", here / "extract.py",
+                        *(here / "techniques").glob("*.py")]):
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
 
 
 def check_sizes(n: int, small_n: int) -> list[int]:
@@ -86,7 +101,8 @@ class Engine:
         self.stub = ensure_stub_headers(self.cache_dir)
         self.driver = driver_object(self.cache_dir, self.tc, self.node.fingerprint)
         self._context = json.dumps({
-            "engine": ENGINE_VERSION, "driver": driver_version(), "compiler": self.tc.version,
+            "engine": ENGINE_VERSION, "driver": driver_version(), "screen": screen_version(),
+            "compiler": self.tc.version,
             "cflags": list(params.cflags), "node": self.node.fingerprint,
             "verify": params.verify.model_dump(), "timing": params.timing.model_dump(),
             "sandbox": params.sandbox.model_dump(),
