@@ -17,7 +17,7 @@ import json
 import random
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -132,16 +132,24 @@ def generate_mlperf_items(seed: int, paraphrases: int, path: Path | None = None)
         paraphrases: at most this many templates per fact (>= 1).
         path: a facts table other than the packaged one.
     """
+    return fact_records("mlperf", load_mlperf_facts(path), seed, paraphrases, SYSTEM, SOURCE,
+                        lambda f: {"aliases": list(f["aliases"]), "partial": list(f["partial"])})
+
+
+def fact_records(family: str, facts: list[dict[str, Any]], seed: int, paraphrases: int, system: str, source: str,
+                 extra: Callable[[dict[str, Any]], dict[str, Any]]) -> list[Record]:
+    """One record per (fact, chosen question template) of a facts table; shared by the MLPerf and PLP families.
+
+    ``metadata`` is ``topic`` and ``fact_id`` plus ``extra(fact)``.
+    """
     out = []
-    for fact in load_mlperf_facts(path):
+    for fact in facts:
         templates = fact["question_templates"]
         for t in pick_templates(seed, fact["id"], len(templates), paraphrases):
             out.append(Record(
-                family="mlperf", prompt=messages(SYSTEM, templates[t]), completion=assistant(fact["answer"]),
-                answer=fact["answer"],
-                metadata={"topic": fact["topic"], "fact_id": fact["id"], "aliases": list(fact["aliases"]),
-                          "partial": list(fact["partial"])},
-                provenance={"source": SOURCE, "fact_id": fact["id"], "template": t}))
+                family=family, prompt=messages(system, templates[t]), completion=assistant(fact["answer"]),
+                answer=fact["answer"], metadata={"topic": fact["topic"], "fact_id": fact["id"], **extra(fact)},
+                provenance={"source": source, "fact_id": fact["id"], "template": t}))
     return out
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from hpcrl_core.data.alpaca import load_alpaca
-from hpcrl_core.data.mlperf import FACTS_DIR, pick_templates, read_facts_table
-from hpcrl_core.data.schema import Record, assistant, messages
+from hpcrl_core.data.mlperf import FACTS_DIR, fact_records, read_facts_table
+from hpcrl_core.data.schema import Record
 
 PLP_FACTS = FACTS_DIR / "plp_facts.json"
 PLP_TOPICS: tuple[str, ...] = ("dataset", "task", "metric")
@@ -43,16 +43,8 @@ def generate_plp_items(seed: int, paraphrases: int, path: Path | None = None) ->
         paraphrases: at most this many templates per fact (>= 1).
         path: a facts table other than the packaged one.
     """
-    out = []
-    for fact in load_plp_facts(path):
-        templates = fact["question_templates"]
-        for t in pick_templates(seed, fact["id"], len(templates), paraphrases):
-            out.append(Record(
-                family="plp", prompt=messages(SYSTEM, templates[t]), completion=assistant(fact["answer"]),
-                answer=fact["answer"],
-                metadata={"topic": fact["topic"], "fact_id": fact["id"], "keywords": list(fact["keywords"])},
-                provenance={"source": SOURCE, "fact_id": fact["id"], "template": t}))
-    return out
+    return fact_records("plp", load_plp_facts(path), seed, paraphrases, SYSTEM, SOURCE,
+                        lambda f: {"keywords": list(f["keywords"])})
 
 
 def load_hpcgpt_plp(path: Path) -> list[Record]:
