@@ -175,10 +175,90 @@ class PrepareParams(_Section):
         return v
 
 
+QWEN2_LINEAR_MODULES: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+class TinyModelParams(_Section):
+    """Our own Qwen2-architecture model, trained from scratch (``model.source: tiny``)."""
+
+    hidden_size: int = Field(256, ge=8, le=16_384)
+    num_layers: int = Field(4, ge=1, le=256)
+    num_heads: int = Field(4, ge=1, le=512)
+    num_kv_heads: int = Field(4, ge=1, le=512)
+    intermediate_size: int = Field(768, ge=8, le=65_536)
+    max_position_embeddings: int = Field(2048, ge=64, le=1_048_576)  # longest prompt + completion, in tokens
+    tie_word_embeddings: bool = True
+    rope_theta: float = Field(10_000.0, gt=0)
+
+    @model_validator(mode="after")
+    def _heads_fit(self) -> TinyModelParams:
+        if self.hidden_size % self.num_heads:
+            raise ValueError(f"hidden_size ({self.hidden_size}) must be divisible by num_heads ({self.num_heads}); "
+                             f"pick num_heads among the divisors of hidden_size")
+        if (self.hidden_size // self.num_heads) % 2:
+            raise ValueError(f"hidden_size / num_heads = {self.hidden_size // self.num_heads} must be even "
+                             f"(rotary embeddings rotate pairs of dimensions)")
+        if self.num_heads % self.num_kv_heads:
+            raise ValueError(f"num_heads ({self.num_heads}) must be divisible by num_kv_heads ({self.num_kv_heads}); "
+                             f"num_kv_heads = num_heads is plain multi-head attention")
+        return self
+
+
+class TokenizerParams(_Section):
+    """The tiny model's tokenizer: trained on ``data/`` unless ``path`` names a saved one."""
+
+    vocab_size: int = Field(4096, ge=300, le=1_000_000)
+    min_frequency: int = Field(2, ge=1, le=1_000_000)
+    path: str | None = None  # a folder written by save_tokenizer; None = train one on data/*/train.jsonl
+
+
+class HFModelParams(_Section):
+    """A pretrained causal LM from a local folder (``model.source: hf``); these machines reach no hub."""
+
+    path: str | None = None  # a folder holding config.json, the weights and the tokenizer
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    trust_remote_code: bool = False
+
+
+class LoraParams(_Section):
+    enabled: bool = False
+    r: int = Field(16, ge=1, le=4096)
+    alpha: int = Field(32, ge=1, le=65_536)  # LoRA scaling is alpha / r
+    dropout: float = Field(0.05, ge=0, lt=1)
+    target_modules: tuple[str, ...] = ()  # leaf names of linear layers; () = peft's default for the architecture
+
+    @field_validator("target_modules")
+    @classmethod
+    def _names(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        if any(not name.strip() for name in v) or len(set(v)) != len(v):
+            raise ValueError(f"target_modules must be distinct, non-empty module names, got {list(v)}")
+        return v
+
+
+class ModelParams(_Section):
+    source: Literal["tiny", "hf"] = "tiny"
+    tiny: TinyModelParams = TinyModelParams()
+    tokenizer: TokenizerParams = TokenizerParams()
+    hf: HFModelParams = HFModelParams()
+    lora: LoraParams = LoraParams()
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ModelParams:
+        if self.source == "hf" and not self.hf.path:
+            raise ValueError(f"model.source is 'hf' but model.hf.path is {self.hf.path!r}; set model.hf.path to a "
+                             f"local folder holding config.json, the weights and the tokenizer, or use source: tiny")
+        if self.source == "tiny" and self.lora.enabled and not self.lora.target_modules:
+            raise ValueError(f"model.lora.enabled with model.source 'tiny' needs model.lora.target_modules "
+                             f"(received []); the tiny model is a Qwen2: choose from "
+                             f"{', '.join(QWEN2_LINEAR_MODULES)}, e.g. [q_proj, v_proj]")
+        return self
+
+
 class Params(_Section):
     bench: BenchParams = BenchParams()
     reward: RewardParams = RewardParams()
     prepare: PrepareParams = PrepareParams()
+    model: ModelParams = ModelParams()
 
 
 class Settings(BaseSettings):
