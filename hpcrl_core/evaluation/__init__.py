@@ -1,0 +1,4 @@
+"""Evaluation: HARGO metrics (``metrics``), PLP embedding similarity (``embeddings``) and the evaluation runner.
+
+Test: ``pytest tests/evaluation``.
+"""
