@@ -17,6 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from hpcrl_core.data.schema import FAMILIES
 from hpcrl_core.errors import ConfigError
 
 DEFAULT_PARAMS = Path("params.yaml")
@@ -254,11 +255,50 @@ class ModelParams(_Section):
         return self
 
 
+LrScheduler = Literal["cosine", "linear", "constant", "constant_with_warmup", "cosine_with_min_lr"]
+
+
+class SFTParams(_Section):
+    """Supervised fine-tuning (``dvc repro sft``): TRL's SFTTrainer on the prepared prompt-completion records.
+
+    Defaults fit the tiny model trained from scratch (see ENVIRONMENT.md: AdamW 1e-3, warmup + cosine, batch 16,
+    train to a per-token loss near 0.01). ``trl`` passes further SFTConfig options through, checked by name when
+    the trainer is assembled.
+    """
+
+    seed: int = Field(1234, ge=0, le=2**32 - 1)
+    max_steps: int = Field(1500, ge=1, le=10_000_000)
+    learning_rate: float = Field(1e-3, gt=0, le=1)
+    lr_scheduler_type: LrScheduler = "cosine"
+    warmup_ratio: float = Field(0.05, ge=0, lt=1)  # share of max_steps spent warming up linearly
+    weight_decay: float = Field(0.0, ge=0, le=1)
+    per_device_train_batch_size: int = Field(16, ge=1, le=4096)
+    per_device_eval_batch_size: int = Field(16, ge=1, le=4096)
+    gradient_accumulation_steps: int = Field(1, ge=1, le=4096)
+    max_length: int = Field(512, ge=16, le=1_048_576)  # tokens of prompt + completion; must fit the longest record
+    eval_steps: int = Field(100, ge=1, le=10_000_000)
+    save_steps: int = Field(100, ge=1, le=10_000_000)
+    save_total_limit: int = Field(3, ge=1, le=1000)
+    logging_steps: int = Field(10, ge=1, le=10_000_000)
+    families: tuple[str, ...] = FAMILIES
+    trl: dict[str, Any] = Field(default_factory=dict)  # extra SFTConfig options, e.g. {max_grad_norm: 0.5}
+
+    @field_validator("families")
+    @classmethod
+    def _known_families(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [f for f in v if f not in FAMILIES]
+        if unknown or not v or len(set(v)) != len(v):
+            raise ValueError(f"families must be distinct names among {', '.join(FAMILIES)} (at least one), "
+                             f"got {list(v)}")
+        return v
+
+
 class Params(_Section):
     bench: BenchParams = BenchParams()
     reward: RewardParams = RewardParams()
     prepare: PrepareParams = PrepareParams()
     model: ModelParams = ModelParams()
+    sft: SFTParams = SFTParams()
 
 
 class Settings(BaseSettings):

@@ -1,0 +1,176 @@
+"""Assemble TRL's SFTTrainer for the ``sft`` stage: params → policy, data, SFTConfig → trainer; run and resume it.
+
+No maths here: TRL trains on the completion only (prompt-completion records), AdamW with warmup + the scheduler of
+``sft.lr_scheduler_type``. Everything that could fail is checked before the first step: the ``sft.trl`` passthrough
+names against SFTConfig's fields, ``sft.max_length`` against the longest record and the model's positions, and the
+data files. Layout of ``output_dir`` (``checkpoints/sft``)::
+
+    tokenizer/        the tiny tokenizer trained on data/ (reused when resuming, so the vocabulary stays the same)
+    checkpoint-N/     Trainer checkpoints (model, tokenizer, optimizer, trainer_state.json); a rerun resumes here
+    final/            the final model and tokenizer, what the RL stages load
+
+Run: ``python -m hpcrl_core.training.sft [PARAMS] [DATA_DIR] [OUTPUT_DIR]`` (no tracking; the flow adds MLflow).
+Test: ``pytest tests/training/test_sft.py``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers.trainer_utils import get_last_checkpoint
+from trl import SFTConfig, SFTTrainer
+
+from hpcrl_core.config import ModelParams, Params, SFTParams, load_params
+from hpcrl_core.errors import ConfigError
+from hpcrl_core.models.build import load_policy
+from hpcrl_core.models.tokenizer import save_tokenizer
+from hpcrl_core.training.sft_data import check_max_length, load_sft_datasets
+
+TOKENIZER_DIR = "tokenizer"
+FINAL_DIR = "final"
+# SFTConfig fields that sft params or the assembly own, and where to set them instead (a passthrough is ambiguous).
+OWNED_FIELDS: dict[str, str] = {
+    **{name: f"sft.{name}" for name in SFTParams.model_fields if name not in ("families", "trl", "warmup_ratio")},
+    "warmup_steps": "sft.warmup_ratio",
+    "output_dir": "the stage's output folder (checkpoints/sft)",
+    "report_to": "the flow (report_to argument)",
+    "eval_strategy": "sft.eval_steps (evaluation runs every eval_steps when eval data exist)",
+    "save_strategy": "sft.save_steps",
+}
+
+
+def check_trl_options(options: dict[str, Any]) -> None:
+    """Raise unless every ``sft.trl`` key is an SFTConfig field that sft params do not already own.
+
+    Raises:
+        ConfigError: listing unknown names (with the allowed ones) and names to set elsewhere.
+    """
+    fields = {f.name for f in dataclasses.fields(SFTConfig) if f.init}
+    problems = [f"sft.trl.{k}: not an SFTConfig option of trl {_trl_version()}"
+                f"{_did_you_mean(k, fields)}; the allowed names are SFTConfig's fields"
+                for k in options if k not in fields]
+    problems += [f"sft.trl.{k}: owned by the sft stage; set it through {OWNED_FIELDS[k]}"
+                 for k in options if k in OWNED_FIELDS]
+    if problems:
+        raise ConfigError("sft.trl: invalid SFTConfig passthrough", problems)
+
+
+def _did_you_mean(name: str, fields: set[str]) -> str:
+    close = difflib.get_close_matches(name, sorted(fields), n=3)
+    return f" (did you mean {', '.join(close)}?)" if close else ""
+
+
+def _trl_version() -> str:
+    import trl
+
+    return str(trl.__version__)
+
+
+def sft_config(sp: SFTParams, output_dir: Path, report_to: list[str], has_eval: bool) -> SFTConfig:
+    """The SFTConfig for ``sft`` params: CPU-safe defaults, steps-based eval and save, ``sft.trl`` on top."""
+    check_trl_options(sp.trl)
+    cuda = torch.cuda.is_available()
+    options: dict[str, Any] = {
+        "output_dir": str(output_dir), "report_to": report_to, "seed": sp.seed, "data_seed": sp.seed,
+        "max_steps": sp.max_steps, "learning_rate": sp.learning_rate, "lr_scheduler_type": sp.lr_scheduler_type,
+        "warmup_steps": sp.warmup_ratio, "weight_decay": sp.weight_decay,
+        "per_device_train_batch_size": sp.per_device_train_batch_size,
+        "per_device_eval_batch_size": sp.per_device_eval_batch_size,
+        "gradient_accumulation_steps": sp.gradient_accumulation_steps, "max_length": sp.max_length,
+        "eval_strategy": "steps" if has_eval else "no", "eval_steps": sp.eval_steps,
+        "save_strategy": "steps", "save_steps": sp.save_steps, "save_total_limit": sp.save_total_limit,
+        "logging_steps": sp.logging_steps,
+        "completion_only_loss": True,  # loss on the assistant's answer only, never on the prompt
+        "use_cpu": not cuda, "bf16": cuda and torch.cuda.is_bf16_supported(),
+        "activation_checkpointing": False,  # the tiny model's activations are small; recomputing them only costs time
+        "dataloader_num_workers": 0, "dataloader_pin_memory": cuda,  # data are tokenized up front; 2-core hosts
+    }
+    options.update(sp.trl)
+    try:
+        return SFTConfig(**options)
+    except ValueError as err:
+        raise ConfigError(f"sft: SFTConfig rejected the options: {err}", [f"{k}: {v!r}" for k, v in sp.trl.items()]
+                          ) from None
+
+
+def _policy_params(mp: ModelParams, output_dir: Path) -> ModelParams:
+    """When resuming, reuse the tokenizer saved by the earlier run, so the resumed model keeps its vocabulary."""
+    saved = output_dir / TOKENIZER_DIR
+    resuming = last_checkpoint(output_dir) is not None
+    if mp.source == "tiny" and not mp.tokenizer.path and resuming and (saved / "tokenizer_config.json").is_file():
+        return mp.model_copy(update={"tokenizer": mp.tokenizer.model_copy(update={"path": str(saved)})})
+    return mp
+
+
+def build_sft_trainer(params: Params, data_dir: Path, output_dir: Path, report_to: list[str]) -> SFTTrainer:
+    """An SFTTrainer ready to ``train()``, with every check done.
+
+    Args:
+        params: all params; uses ``sft`` and ``model``.
+        data_dir: prepared data (``data/``).
+        output_dir: checkpoints and the tokenizer go here (``checkpoints/sft``).
+        report_to: transformers integrations to log to, e.g. ``["mlflow"]``; ``[]`` for none.
+
+    Raises:
+        ConfigError: a bad ``sft.trl`` name, ``sft.max_length`` below the longest record or above the tiny model's
+            positions, or a model problem from ``load_policy``.
+        DataError: a family's train/eval file is missing or malformed.
+    """
+    sp = params.sft
+    check_trl_options(sp.trl)
+    mp = _policy_params(params.model, output_dir)
+    if mp.source == "tiny" and sp.max_length > mp.tiny.max_position_embeddings:
+        raise ConfigError(f"sft.max_length: received {sp.max_length}, above model.tiny.max_position_embeddings "
+                          f"({mp.tiny.max_position_embeddings}); lower one or raise the other")
+    train, evaluation = load_sft_datasets(data_dir, sp.families, sp.seed)
+    model, tokenizer = load_policy(mp, data_dir, seed=sp.seed)
+    save_tokenizer(tokenizer, output_dir / TOKENIZER_DIR)
+    check_max_length(sp.max_length, [train, evaluation], tokenizer)
+    args = sft_config(sp, output_dir, report_to, has_eval=len(evaluation) > 0)
+    return SFTTrainer(model=model, args=args, train_dataset=train,
+                      eval_dataset=evaluation if len(evaluation) else None, processing_class=tokenizer)
+
+
+def last_checkpoint(output_dir: Path) -> Path | None:
+    """The newest ``checkpoint-N`` folder under ``output_dir``, or None (also when the folder does not exist)."""
+    if not output_dir.is_dir():
+        return None
+    found = get_last_checkpoint(str(output_dir))
+    return Path(found) if found else None
+
+
+def run_sft(params: Params, data_dir: Path, output_dir: Path, report_to: list[str]) -> dict[str, Any]:
+    """Train (resuming from the last checkpoint if any), save ``output_dir/final``, and report the losses.
+
+    Returns:
+        ``train_loss`` (mean over this run's steps), ``eval_loss`` (final eval; NaN without eval data),
+        ``global_step``, ``resumed_from`` (checkpoint path or None) and ``final_dir``.
+    """
+    resume = last_checkpoint(output_dir)
+    trainer = build_sft_trainer(params, data_dir, output_dir, report_to)
+    result = trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    eval_loss = trainer.evaluate()["eval_loss"] if trainer.eval_dataset is not None else math.nan
+    final = output_dir / FINAL_DIR
+    trainer.save_model(str(final))
+    if trainer.processing_class is not None:
+        trainer.processing_class.save_pretrained(str(final))
+    return {"train_loss": float(result.training_loss), "eval_loss": float(eval_loss),
+            "global_step": int(trainer.state.global_step), "resumed_from": str(resume) if resume else None,
+            "final_dir": str(final)}
+
+
+def main(argv: list[str]) -> None:
+    params = load_params(argv[0] if argv else "params.yaml")
+    data_dir = Path(argv[1] if len(argv) > 1 else "data")
+    output_dir = Path(argv[2] if len(argv) > 2 else "checkpoints/sft")
+    print(run_sft(params, data_dir, output_dir, report_to=[]))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

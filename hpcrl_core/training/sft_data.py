@@ -1,0 +1,94 @@
+"""The SFT stage's data: prepared ``data/<family>/{train,eval}.jsonl`` → TRL prompt-completion datasets.
+
+Only the ``prompt`` and ``completion`` columns reach the trainer (TRL's conversational prompt-completion format:
+loss on the completion only); ``answer``, ``metadata`` and ``provenance`` are for rewards and metrics, not SFT.
+Records with an empty completion are skipped. Only ``train.jsonl`` and ``eval.jsonl`` are read, never the DGEMM
+``problems_*.jsonl`` files (prompts without a completion, for RL).
+
+``longest_record_tokens`` measures prompt + completion as TRL tokenizes it, so a ``sft.max_length`` below it is a
+``ConfigError`` before training instead of TRL silently truncating (or dropping) those items.
+
+Test: ``pytest tests/training/test_sft.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from datasets import Dataset
+from transformers import PreTrainedTokenizerBase
+
+from hpcrl_core.data.schema import read_jsonl
+from hpcrl_core.errors import ConfigError, DataError
+
+SPLITS: tuple[str, ...] = ("train", "eval")
+
+
+def _split_rows(data_dir: Path, families: Sequence[str], split: str) -> list[dict[str, list[dict[str, str]]]]:
+    """Prompt-completion rows of one split over ``families``, in family order; empty completions skipped."""
+    rows = []
+    for family in families:
+        path = data_dir / family / f"{split}.jsonl"
+        if not path.is_file():
+            raise DataError(f"{path}: no such data file (family {family!r}, split {split!r}); run "
+                            f"`dvc repro prepare` first, or remove {family!r} from sft.families")
+        for record in read_jsonl(path):
+            if record.completion and record.response.strip():
+                rows.append({"prompt": record.prompt, "completion": record.completion})
+    return rows
+
+
+def load_sft_datasets(data_dir: Path, families: Sequence[str], seed: int = 0) -> tuple[Dataset, Dataset]:
+    """Train and eval datasets for SFT: the families concatenated, then shuffled with ``seed``.
+
+    Args:
+        data_dir: the prepared data folder (``data/``).
+        families: family names (``sft.families``).
+        seed: shuffling seed.
+
+    Returns:
+        (train, eval), each with exactly the columns ``prompt`` and ``completion`` (chat message lists).
+        ``eval`` may be empty (no family has eval records with a completion).
+
+    Raises:
+        DataError: a family's ``train.jsonl`` or ``eval.jsonl`` is missing or malformed, or no train record has
+            a completion.
+    """
+    train_rows = _split_rows(data_dir, families, "train")
+    eval_rows = _split_rows(data_dir, families, "eval")
+    if not train_rows:
+        raise DataError(f"{data_dir}: no train record with a non-empty completion in families {list(families)}; "
+                        f"check the prepare stage's output (data/<family>/card.md)")
+    train = Dataset.from_list(train_rows).shuffle(seed=seed).flatten_indices()
+    evaluation = Dataset.from_list(eval_rows).shuffle(seed=seed).flatten_indices() if eval_rows else Dataset.from_dict(
+        {"prompt": [], "completion": []})
+    return train, evaluation
+
+
+def record_tokens(prompt: list[dict[str, str]], completion: list[dict[str, str]],
+                  tokenizer: PreTrainedTokenizerBase) -> int:
+    """Tokens of prompt + completion rendered by the chat template, as TRL's SFTTrainer tokenizes them."""
+    rendered: Any = tokenizer.apply_chat_template(prompt + completion, tokenize=True, return_dict=True)
+    return len(rendered["input_ids"])
+
+
+def longest_record_tokens(dataset: Dataset, tokenizer: PreTrainedTokenizerBase) -> int:
+    """The longest record of a prompt-completion dataset in tokens (0 for an empty dataset)."""
+    return max((record_tokens(row["prompt"], row["completion"], tokenizer) for row in dataset), default=0)
+
+
+def check_max_length(max_length: int, datasets: Sequence[Dataset], tokenizer: PreTrainedTokenizerBase) -> int:
+    """Raise unless every record fits ``max_length`` tokens; returns the longest record's length.
+
+    Raises:
+        ConfigError: ``sft.max_length`` is below the longest record (TRL would truncate it, or drop it once the
+            completion is cut off entirely, without a word).
+    """
+    longest = max(longest_record_tokens(d, tokenizer) for d in datasets)
+    if max_length < longest:
+        raise ConfigError(f"sft.max_length: received {max_length}, but the longest record is {longest} tokens; "
+                          f"set sft.max_length to at least {longest} (TRL would silently truncate or drop "
+                          f"longer records)")
+    return longest

@@ -1,0 +1,1 @@
+"""Tests of hpcrl_core.training. Run: ``.venv/bin/python -m pytest tests/training -q``."""

@@ -1,0 +1,137 @@
+"""SFT assembly: data loading, SFTConfig from params, checks before training, training, resume from a checkpoint.
+
+Everything is tiny (hidden 32, 2 layers, vocabulary 512) and runs on CPU, offline, in well under a minute.
+
+Run: ``.venv/bin/python -m pytest tests/training/test_sft.py -q``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from trl import SFTConfig
+
+from hpcrl_core.config import Params, parse_params
+from hpcrl_core.data.schema import FAMILIES, Record, assistant, messages, write_jsonl
+from hpcrl_core.errors import ConfigError, DataError
+from hpcrl_core.training.sft import build_sft_trainer, last_checkpoint, run_sft
+from hpcrl_core.training.sft_data import load_sft_datasets, longest_record_tokens
+
+ANSWERS = {
+    "dgemm": "```c\nfor (int i = 0; i < n; i++)\n  for (int k = 0; k < n; k++)\n"
+             "    C[i*n+j] += A[i*n+k] * B[k*n+j];\n```",
+    "race_c": "yes: the loop writes a[i+1] while another iteration reads a[i].",
+    "race_fortran": "no: each iteration writes only its own element of a.",
+    "mlperf": "The closed division fixes the model and the quality target.",
+    "plp": "OpenMP schedule(static) splits the iterations into equal chunks ahead of time.",
+}
+
+
+def _records(family: str, count: int) -> list[Record]:
+    return [Record(family=family, prompt=messages("You are an HPC expert.", f"Question {i} about {family}?"),
+                   completion=assistant(f"{ANSWERS[family]} ({i})"), answer="") for i in range(count)]
+
+
+def make_data(root: Path, per_family: int = 4) -> Path:
+    """data/<family>/{train,eval}.jsonl for every family, plus a DGEMM problems file (empty completions)."""
+    for family in FAMILIES:
+        write_jsonl(root / family / "train.jsonl", _records(family, per_family))
+        write_jsonl(root / family / "eval.jsonl", _records(family, 1))
+    problem = Record(family="dgemm", prompt=messages(None, "Write a DGEMM kernel."), completion=[], answer="")
+    write_jsonl(root / "dgemm" / "problems_train.jsonl", [problem])
+    return root
+
+
+def make_params(**sft: Any) -> Params:
+    defaults: dict[str, Any] = {"max_steps": 4, "per_device_train_batch_size": 4, "per_device_eval_batch_size": 8,
+                                "max_length": 256, "eval_steps": 1000, "save_steps": 1000, "logging_steps": 1,
+                                "warmup_ratio": 0.0, "seed": 7}
+    return parse_params({
+        "model": {"tiny": {"hidden_size": 32, "num_layers": 2, "num_heads": 4, "num_kv_heads": 2,
+                           "intermediate_size": 64, "max_position_embeddings": 512},
+                  "tokenizer": {"vocab_size": 512, "min_frequency": 2}},
+        "sft": {**defaults, **sft},
+    })
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return make_data(tmp_path / "data")
+
+
+def test_datasets_hold_prompt_completion_only_and_skip_empty(tmp_path: Path) -> None:
+    root = make_data(tmp_path / "data")
+    empty = Record(family="plp", prompt=messages(None, "Nothing to imitate"), completion=[], answer="")
+    write_jsonl(root / "plp" / "train.jsonl", [*_records("plp", 4), empty])
+    train, evaluation = load_sft_datasets(root, ("plp", "mlperf"), seed=0)
+    assert train.column_names == ["prompt", "completion"] and evaluation.column_names == ["prompt", "completion"]
+    assert len(train) == 8 and len(evaluation) == 2  # the empty completion is gone
+    all_train, _ = load_sft_datasets(root, FAMILIES, seed=0)
+    assert len(all_train) == 4 * len(FAMILIES)  # problems_train.jsonl is never read
+
+
+def test_missing_data_file_is_a_data_error_naming_it(data_dir: Path) -> None:
+    (data_dir / "race_fortran" / "eval.jsonl").unlink()
+    with pytest.raises(DataError, match=r"race_fortran/eval\.jsonl.*dvc repro prepare"):
+        load_sft_datasets(data_dir, FAMILIES)
+
+
+def test_longest_record_matches_what_trl_tokenizes(data_dir: Path, tmp_path: Path) -> None:
+    trainer = build_sft_trainer(make_params(), data_dir, tmp_path / "out", report_to=[])
+    args = trainer.args
+    assert isinstance(args, SFTConfig) and args.use_cpu and not args.bf16 and args.completion_only_loss
+    assert (tmp_path / "out" / "tokenizer" / "tokenizer_config.json").is_file()
+    train, _ = load_sft_datasets(data_dir, FAMILIES, seed=7)
+    longest = longest_record_tokens(train, trainer.processing_class)  # type: ignore[arg-type]
+    assert longest == max(len(row["input_ids"]) for row in trainer.train_dataset)  # type: ignore[union-attr]
+
+
+def test_max_length_below_longest_record_fails_before_training(data_dir: Path, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"sft\.max_length: received 16, but the longest record is \d+ tokens"):
+        run_sft(make_params(max_length=16), data_dir, tmp_path / "out", report_to=[])
+    assert last_checkpoint(tmp_path / "out") is None
+
+
+def test_trl_passthrough_is_checked_and_applied(data_dir: Path, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"sft\.trl\.max_grad_nrom: not an SFTConfig option.*max_grad_norm"):
+        build_sft_trainer(make_params(trl={"max_grad_nrom": 0.5}), data_dir, tmp_path / "a", report_to=[])
+    with pytest.raises(ConfigError, match=r"sft\.trl\.learning_rate: owned by the sft stage.*sft\.learning_rate"):
+        build_sft_trainer(make_params(trl={"learning_rate": 1.0}), data_dir, tmp_path / "b", report_to=[])
+    trainer = build_sft_trainer(make_params(trl={"max_grad_norm": 0.5}), data_dir, tmp_path / "c", report_to=[])
+    assert trainer.args.max_grad_norm == 0.5
+
+
+def test_loss_is_finite_and_falls(data_dir: Path, tmp_path: Path) -> None:
+    params = make_params(max_steps=20, learning_rate=1e-2, lr_scheduler_type="constant")
+    trainer = build_sft_trainer(params, data_dir, tmp_path / "out", report_to=[])
+    trainer.train()
+    losses = [e["loss"] for e in trainer.state.log_history if "loss" in e]
+    assert len(losses) == 20 and all(math.isfinite(x) for x in losses)
+    first, last = sum(losses[:3]) / 3, sum(losses[-3:]) / 3
+    assert last < 0.5 * first, f"loss did not fall enough: {first:.3f} -> {last:.3f}"
+
+
+def test_run_resumes_from_last_checkpoint(data_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    first = run_sft(make_params(max_steps=4, save_steps=2, eval_steps=2), data_dir, out, report_to=[])
+    assert first["resumed_from"] is None and first["global_step"] == 4
+    assert math.isfinite(first["train_loss"]) and math.isfinite(first["eval_loss"])
+    assert (out / "final" / "config.json").is_file() and (out / "final" / "tokenizer_config.json").is_file()
+    assert last_checkpoint(out) == out / "checkpoint-4"
+
+    # Mark the saved state: only a run that loads checkpoint-4's trainer state carries the marker forward.
+    state_path = out / "checkpoint-4" / "trainer_state.json"
+    state = json.loads(state_path.read_text())
+    state["log_history"].append({"step": 4, "marker": "first run"})
+    state_path.write_text(json.dumps(state))
+
+    second = run_sft(make_params(max_steps=6, save_steps=2, eval_steps=2), data_dir, out, report_to=[])
+    assert second["resumed_from"] == str(out / "checkpoint-4") and second["global_step"] == 6
+    history = json.loads((out / "checkpoint-6" / "trainer_state.json").read_text())["log_history"]
+    assert {"step": 4, "marker": "first run"} in history
+    loss_steps = [e["step"] for e in history if "loss" in e]
+    assert loss_steps == [1, 2, 3, 4, 5, 6]  # steps 1-4 come from the first run, only 5 and 6 were trained again
