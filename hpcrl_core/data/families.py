@@ -43,16 +43,27 @@ def prepare_race(language: str, p: PrepareParams, progress: Progress | None = No
             records += load_dataracebench(Path(str(path)), language)
         else:
             records += load_hpcgpt_race(Path(str(path)), language)
-    extra: dict[str, object] = {}
+    out = finish(family, records, p, key=lambda r: f"{r.answer}|{r.metadata.get('pattern')}", strip=True, t0=t0)
     if language == "c" and p.race.tsan:
-        if tsan_available():
-            _say(progress, f"{family}: checking {len(records)} programs with ThreadSanitizer")
-            records = check_with_tsan(records)
-            extra["tsan"] = tsan_agreement(records)
-        else:
-            extra["tsan"] = "not run: clang with libomp is not installed (make setup installs it)"
-    return finish(family, records, p, key=lambda r: f"{r.answer}|{r.metadata.get('pattern')}", strip=True,
-                  extra=extra or None, t0=t0)
+        _tsan_report(out, progress)
+    return out
+
+
+def _tsan_report(out: FamilyOutput, progress: Progress | None) -> None:
+    """Run the final C items under ThreadSanitizer; agreement into the card, verdicts into ``tsan.jsonl``.
+
+    The verdicts stay out of the records: TSan depends on thread scheduling (a lone task may run on its creator)
+    and can differ between runs, while the data must not.
+    """
+    if not tsan_available():
+        out.card["extra"] = {"tsan": "not run: clang with libomp is not installed (make setup installs it)"}
+        return
+    items = [r for split in ("train.jsonl", "eval.jsonl") for r in out.files[split]]
+    _say(progress, f"{out.family}: checking {len(items)} programs with ThreadSanitizer")
+    checked = check_with_tsan(items)
+    out.card["extra"] = {"tsan": tsan_agreement(checked)}
+    out.extra_files["tsan.jsonl"] = [{"id": r.id, "pattern": r.metadata.get("pattern"), "label": r.answer,
+                                      "tsan": r.metadata.get("tsan")} for r in checked]
 
 
 def prepare_qa(family: str, p: PrepareParams, progress: Progress | None = None) -> FamilyOutput:

@@ -58,5 +58,7 @@ def test_prepare_flow_writes_every_family_and_logs_to_mlflow(tmp_path: Path, ben
     assert len(problems) == 8 and all(r.completion == [] for r in problems)
     card = json.loads((out / "race_c" / "card.json").read_text())
     assert "tsan" in card["extra"]
+    verdicts = [json.loads(line) for line in (out / "race_c" / "tsan.jsonl").read_text().splitlines()]
+    assert len(verdicts) == card["counts"]["total"] and {v["tsan"] for v in verdicts} <= {"race", "no_race", "error"}
     runs = mlflow.search_runs(experiment_names=["hpcrl"], filter_string="tags.`hpcrl.stage` = 'prepare'")
     assert len(runs) == 2 and runs.iloc[0]["metrics.race_c.train"] > 0
