@@ -1,0 +1,53 @@
+"""The ``sft`` stage: train the policy on every family's prepared data with TRL's SFTTrainer; checkpoints to
+``checkpoints/sft`` (resumed after a crash when the inputs are unchanged); training curves and the result to
+MLflow.
+
+Run: ``python -m flows.sft [--params params.yaml] [--data data] [--out checkpoints/sft]`` (what
+``dvc repro sft`` runs).  Test: ``pytest tests/flows/test_sft_flow.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from prefect import flow, runtime
+
+from hpcrl_core import tracking
+from hpcrl_core.config import load_params
+from hpcrl_core.training.checkpoints import inputs_fingerprint, reset_if_stale
+from tasks.sft import train_sft
+
+
+@flow(name="sft", log_prints=True)
+def sft(params_path: str = "params.yaml", data_dir: str = "data", out_dir: str = "checkpoints/sft") -> dict:
+    """Train (or resume) the SFT policy; returns losses, steps and the final folder."""
+    params = load_params(params_path)
+    data, out = Path(data_dir), Path(out_dir)
+    files = [data / f / name for f in params.sft.families for name in ("train.jsonl", "eval.jsonl")]
+    settings = {"sft": params.sft.model_dump(), "model": params.model.model_dump()}
+    if reset_if_stale(out, inputs_fingerprint([f for f in files if f.exists()], settings)):
+        print(f"sft: inputs changed since the checkpoints in {out} were made; starting over")
+    tags = {"prefect_flow_run_id": str(runtime.flow_run.id or "")}
+    with tracking.stage_run("sft", params=settings, tags=tags):
+        result = train_sft(params, data, out, report_to=["mlflow"])
+        tracking.log_metrics({k: v for k, v in result.items() if k in ("train_loss", "eval_loss", "global_step")})
+    print(f"sft: step {result['global_step']}, train loss {result['train_loss']:.4f}, "
+          f"eval loss {result.get('eval_loss')}, resumed from {result.get('resumed_from')}; model in "
+          f"{result['final_dir']}")
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--params", default="params.yaml")
+    ap.add_argument("--data", default="data")
+    ap.add_argument("--out", default="checkpoints/sft")
+    a = ap.parse_args(argv)
+    sft(a.params, a.data, a.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
