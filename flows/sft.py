@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from prefect import flow, runtime
+from prefect import flow, get_run_logger, runtime
 
 from hpcrl_core import tracking
 from hpcrl_core.config import load_params
@@ -20,22 +20,24 @@ from hpcrl_core.training.checkpoints import inputs_fingerprint, reset_if_stale
 from tasks.sft import train_sft
 
 
-@flow(name="sft", log_prints=True)
+# log_prints stays off: libraries print during training (datasets even prints bytecode while fingerprinting), and
+# those lines would flood the flow-run log; the flow reports through its logger.
+@flow(name="sft")
 def sft(params_path: str = "params.yaml", data_dir: str = "data", out_dir: str = "checkpoints/sft") -> dict:
     """Train (or resume) the SFT policy; returns losses, steps and the final folder."""
     params = load_params(params_path)
     data, out = Path(data_dir), Path(out_dir)
     files = [data / f / name for f in params.sft.families for name in ("train.jsonl", "eval.jsonl")]
     settings = {"sft": params.sft.model_dump(), "model": params.model.model_dump()}
+    log = get_run_logger()
     if reset_if_stale(out, inputs_fingerprint([f for f in files if f.exists()], settings)):
-        print(f"sft: inputs changed since the checkpoints in {out} were made; starting over")
+        log.info("sft: inputs changed since the checkpoints in %s were made; starting over", out)
     tags = {"prefect_flow_run_id": str(runtime.flow_run.id or "")}
     with tracking.stage_run("sft", params=settings, tags=tags):
         result = train_sft(params, data, out, report_to=["mlflow"])
         tracking.log_metrics({k: v for k, v in result.items() if k in ("train_loss", "eval_loss", "global_step")})
-    print(f"sft: step {result['global_step']}, train loss {result['train_loss']:.4f}, "
-          f"eval loss {result.get('eval_loss')}, resumed from {result.get('resumed_from')}; model in "
-          f"{result['final_dir']}")
+    log.info("sft: step %s, train loss %.4f, eval loss %s, resumed from %s; model in %s", result["global_step"],
+             result["train_loss"], result.get("eval_loss"), result.get("resumed_from"), result["final_dir"])
     return result
 
 
