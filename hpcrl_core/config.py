@@ -293,12 +293,31 @@ class SFTParams(_Section):
         return v
 
 
+class EvalParams(_Section):
+    """Post-SFT evaluation (``reports/sft.json``): DGEMM kernels sampled and benchmarked, task families greedy.
+
+    DGEMM kernels are benchmarked at ``bench_n`` with short timing (``corpus_bench_params``), not at ``bench.n``:
+    the GFLOPS are a rough comparison between models, not a measurement of the kernels at their problem size.
+    """
+
+    seed: int = Field(1234, ge=0, le=2**32 - 1)
+    samples_per_problem: int = Field(4, ge=1, le=256)  # k kernels sampled per held-out DGEMM problem
+    max_problems: int = Field(40, ge=1, le=100_000)  # first this many of data/dgemm/problems_eval.jsonl
+    temperature: float = Field(0.8, ge=0, le=5)  # DGEMM sampling; 0 = greedy (then k > 1 repeats one kernel)
+    dgemm_max_new_tokens: int = Field(600, ge=1, le=65_536)
+    qa_max_new_tokens: int = Field(128, ge=1, le=65_536)  # race, MLPerf and PLP answers (always greedy)
+    batch_size: int = Field(8, ge=1, le=4096)  # prompts per generate() call
+    bench_n: int = Field(256, ge=16, le=4096)  # matrix size at which sampled kernels are verified and timed
+    max_items_per_family: int = Field(200, ge=1, le=1_000_000)  # first this many of data/<family>/eval.jsonl
+
+
 class Params(_Section):
     bench: BenchParams = BenchParams()
     reward: RewardParams = RewardParams()
     prepare: PrepareParams = PrepareParams()
     model: ModelParams = ModelParams()
     sft: SFTParams = SFTParams()
+    evaluate: EvalParams = EvalParams()
 
 
 class Settings(BaseSettings):

@@ -1,0 +1,251 @@
+"""Post-SFT evaluation: sample kernels for held-out DGEMM problems and benchmark them, answer the task families.
+
+``evaluate_policy`` loads a saved model (``checkpoints/sft/final``) and returns a nested report:
+
+- ``dgemm``: the first ``evaluate.max_problems`` problems of ``data/dgemm/problems_eval.jsonl``, k =
+  ``evaluate.samples_per_problem`` kernels each (sampled at ``evaluate.temperature``), benchmarked by the engine at
+  ``evaluate.bench_n`` with short timing (``corpus_bench_params``), so GFLOPS are a rough comparison, not a
+  measurement at each problem's own n. See ``dgemm_metrics`` for the rates.
+- ``race`` (race_c + race_fortran pooled), ``mlperf``, ``plp``: greedy answers to the first
+  ``evaluate.max_items_per_family`` items of ``data/<family>/eval.jsonl``, scored by ``metrics.py`` and
+  ``embeddings.py``. A family whose eval file is missing or empty is ``null``, with a note in ``meta.notes``.
+
+``write_report`` writes it atomically as JSON (``reports/sft.json``, a DVC metrics file).
+
+Run: ``.venv/bin/python -m hpcrl_core.evaluation.runner [MODEL_DIR] [DATA_DIR] [REPORT] [PARAMS]``
+(defaults ``checkpoints/sft/final data reports/sft.json params.yaml``).
+Test: ``pytest tests/evaluation/test_runner.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from transformers import AutoModelForCausalLM, PreTrainedTokenizerBase
+
+from hpcrl_core.bench.cache import ResultCache
+from hpcrl_core.bench.engine import Engine
+from hpcrl_core.bench.executor import LocalExecutor
+from hpcrl_core.bench.result import BenchResult, Status
+from hpcrl_core.config import Params, Settings, load_params
+from hpcrl_core.data.families import corpus_bench_params
+from hpcrl_core.data.schema import Record, read_jsonl
+from hpcrl_core.errors import ConfigError
+from hpcrl_core.evaluation.embeddings import plp_similarity
+from hpcrl_core.evaluation.generate import generate
+from hpcrl_core.evaluation.metrics import mlperf_scores, race_f1
+from hpcrl_core.models.tokenizer import load_tokenizer
+
+Progress = Callable[[str], None]
+NOT_COMPILED = frozenset({Status.FORMAT_VIOLATION, Status.COMPILE_ERROR})
+RACE_FAMILIES = ("race_c", "race_fortran")
+
+
+def _rate(num: float, den: float) -> float:
+    return num / den if den else 0.0
+
+
+def dgemm_metrics(results: Sequence[BenchResult], permitted: Sequence[Iterable[str]]) -> dict[str, Any]:
+    """Rates and GFLOPS of benchmarked DGEMM samples.
+
+    Definitions (every rate in [0, 1], 0.0 when its denominator is 0):
+
+    - ``compile_rate``: share of samples that reached the run step, i.e. status neither ``format_violation`` nor
+      ``compile_error`` (a kernel that compiled but timed out, crashed or was wrong counts as compiled).
+    - ``verified_rate``: share of samples with status ``ok`` (correct at every checked size).
+    - ``respect_rate``: share of *verified* kernels whose detected techniques are all permitted by their problem.
+    - ``ok_respect_rate``: share of *all* samples that are verified and respect the problem.
+    - ``gflops_mean/median/max``: over verified kernels; 0.0 when none verified.
+
+    Args:
+        results: one benchmark result per sample.
+        permitted: the permitted technique names of each sample's problem, aligned with ``results``.
+
+    Returns:
+        The rates, GFLOPS, ``samples``, ``verified``, ``respecting`` and ``status_counts`` (every status, summing
+        to ``samples``).
+
+    Raises:
+        ValueError: the two sequences differ in length.
+    """
+    if len(results) != len(permitted):
+        raise ValueError(f"dgemm_metrics: {len(results)} results but {len(permitted)} permitted sets; pass one per "
+                         "sample (repeat a problem's set k times)")
+    counts = Counter(r.status for r in results)
+    ok = [(r, frozenset(str(t) for t in allowed)) for r, allowed in zip(results, permitted, strict=True) if r.ok]
+    respecting = sum(1 for r, allowed in ok if set(r.techniques) <= allowed)
+    gflops = [r.gflops for r, _ in ok if r.gflops is not None]
+    n = len(results)
+    return {
+        "samples": n, "verified": len(ok), "respecting": respecting,
+        "compile_rate": _rate(n - sum(counts[s] for s in NOT_COMPILED), n),
+        "verified_rate": _rate(len(ok), n), "respect_rate": _rate(respecting, len(ok)),
+        "ok_respect_rate": _rate(respecting, n),
+        "gflops_mean": statistics.fmean(gflops) if gflops else 0.0,
+        "gflops_median": statistics.median(gflops) if gflops else 0.0,
+        "gflops_max": max(gflops) if gflops else 0.0,
+        "status_counts": {s.value: counts[s] for s in Status},
+    }
+
+
+def load_model(model_dir: Path) -> tuple[Any, PreTrainedTokenizerBase]:
+    """The model and tokenizer saved in ``model_dir`` (local files only, CPU, eval mode); a LoRA adapter folder
+    (``adapter_config.json``) is loaded on its base model with peft.
+
+    Raises:
+        ConfigError: the folder is missing, or holds no tokenizer with a chat template.
+    """
+    if not (model_dir / "config.json").is_file() and not (model_dir / "adapter_config.json").is_file():
+        raise ConfigError(f"model_dir: {model_dir} holds no saved model (no config.json or adapter_config.json); "
+                          f"pass the folder the sft stage writes (checkpoints/sft/final) or run `dvc repro sft`")
+    tokenizer = load_tokenizer(model_dir, key="model_dir")
+    if (model_dir / "adapter_config.json").is_file():
+        from peft import AutoPeftModelForCausalLM  # only LoRA runs need peft here
+
+        model = AutoPeftModelForCausalLM.from_pretrained(str(model_dir), local_files_only=True)
+    else:
+        model = AutoModelForCausalLM.from_pretrained(str(model_dir), local_files_only=True)
+    model.eval()
+    return model, tokenizer
+
+
+def _eval_items(data_dir: Path, family: str, name: str, limit: int, notes: dict[str, str]) -> list[Record]:
+    """The first ``limit`` records of ``data_dir/family/name``; none (and a note) when the file is missing."""
+    path = data_dir / family / name
+    if not path.is_file():
+        notes[family] = f"{path} is missing; run `dvc repro prepare` to create it"
+        return []
+    records = [r for _, r in zip(range(limit), read_jsonl(path), strict=False)]
+    if not records:
+        notes[family] = f"{path} holds no records"
+    return records
+
+
+def _ticker(progress: Progress | None, label: str) -> Callable[[int, int], None] | None:
+    if progress is None:
+        return None
+    return lambda done, total: progress(f"{label} {done}/{total}")
+
+
+def _eval_dgemm(model: Any, tokenizer: PreTrainedTokenizerBase, data_dir: Path, params: Params, settings: Settings,
+                notes: dict[str, str], progress: Progress | None) -> dict[str, Any] | None:
+    ep = params.evaluate
+    problems = _eval_items(data_dir, "dgemm", "problems_eval.jsonl", ep.max_problems, notes)
+    if not problems:
+        return None
+    samples = generate(model, tokenizer, [r.prompt for r in problems], temperature=ep.temperature,
+                       max_new_tokens=ep.dgemm_max_new_tokens, num_return_sequences=ep.samples_per_problem,
+                       batch_size=ep.batch_size, seed=ep.seed, progress=_ticker(progress, "dgemm: sampled problems"))
+    completions = [text for group in samples for text in group]
+    permitted = [r.metadata.get("permitted") or [] for r in problems for _ in range(ep.samples_per_problem)]
+    bench = corpus_bench_params(params.bench, ep.bench_n)
+    cache = ResultCache(Path(settings.cache_dir) / "bench.sqlite") if bench.cache else None
+    with LocalExecutor(Engine(bench, settings), cache) as ex:
+        results = ex.map(completions, n=ep.bench_n, progress=_ticker(progress, "dgemm: benchmarked kernels"))
+    return {**dgemm_metrics(results, permitted), "problems": len(problems), "k": ep.samples_per_problem,
+            "bench_n": ep.bench_n, "temperature": ep.temperature}
+
+
+def _greedy(model: Any, tokenizer: PreTrainedTokenizerBase, records: Sequence[Record], params: Params,
+            label: str, progress: Progress | None) -> list[str]:
+    ep = params.evaluate
+    answers = generate(model, tokenizer, [r.prompt for r in records], temperature=0.0,
+                       max_new_tokens=ep.qa_max_new_tokens, batch_size=ep.batch_size, seed=ep.seed,
+                       progress=_ticker(progress, f"{label}: answered"))
+    return [a[0] for a in answers]
+
+
+def _eval_qa(family: str, model: Any, tokenizer: PreTrainedTokenizerBase, data_dir: Path, params: Params,
+             notes: dict[str, str], progress: Progress | None) -> dict[str, Any] | None:
+    """Greedy answers to one task family (``race`` pools race_c and race_fortran), scored by its metric."""
+    limit = params.evaluate.max_items_per_family
+    if family == "race":
+        parts = {f: _eval_items(data_dir, f, "eval.jsonl", limit, notes) for f in RACE_FAMILIES}
+        records = [r for f in RACE_FAMILIES for r in parts[f]]
+    else:
+        records = _eval_items(data_dir, family, "eval.jsonl", limit, notes)
+    if not records:
+        return None
+    answers = _greedy(model, tokenizer, records, params, family, progress)
+    if family == "race":
+        return {**race_f1(answers, [r.answer for r in records]), **{f"n_{f}": len(parts[f]) for f in RACE_FAMILIES}}
+    if family == "mlperf":
+        scores = mlperf_scores(answers, records)
+        return {"em": scores["exact_match"], "avg_score": scores["tiered_score"], "n": scores["n"]}
+    sim = plp_similarity(answers, [r.answer or r.response for r in records])
+    # Cosine similarity lies in [-1, 1]; the mean is reported as is (sentence embeddings rarely go negative).
+    return {"similarity": sim["mean"], "median": sim["median"], "n": sim["n"]}
+
+
+def evaluate_policy(model_dir: Path, data_dir: Path, params: Params, settings: Settings,
+                    progress: Progress | None = None) -> dict[str, Any]:
+    """Evaluate the model saved in ``model_dir`` on the held-out data under ``data_dir`` (see the module docstring).
+
+    Args:
+        model_dir: a folder holding the model and its tokenizer (``checkpoints/sft/final``).
+        data_dir: the prepared data (``data/``).
+        params: validated params; ``evaluate`` and ``bench`` are read.
+        settings: cache and scratch folders of the benchmark engine.
+        progress: called with a line of text as sampling and benchmarking advance.
+
+    Returns:
+        ``{"dgemm": {...} | None, "race": {...} | None, "mlperf": {...} | None, "plp": {...} | None,
+        "meta": {model_dir, bench_n, k, seconds per part, notes}}``.
+
+    Raises:
+        ConfigError: ``model_dir`` holds no loadable model or tokenizer.
+    """
+    model, tokenizer = load_model(model_dir)
+    notes: dict[str, str] = {}
+    seconds: dict[str, float] = {}
+    report: dict[str, Any] = {}
+    t0 = time.monotonic()
+    report["dgemm"] = _eval_dgemm(model, tokenizer, data_dir, params, settings, notes, progress)
+    seconds["dgemm"] = time.monotonic() - t0
+    for family in ("race", "mlperf", "plp"):
+        t0 = time.monotonic()
+        report[family] = _eval_qa(family, model, tokenizer, data_dir, params, notes, progress)
+        seconds[family] = time.monotonic() - t0
+    ep = params.evaluate
+    report["meta"] = {"model_dir": str(model_dir), "bench_n": ep.bench_n, "k": ep.samples_per_problem,
+                      "bench_note": f"kernels benchmarked at n={ep.bench_n} with short timing, not at each "
+                                    f"problem's n: GFLOPS compare models, they do not measure the kernels",
+                      "seconds": {k: round(v, 3) for k, v in seconds.items()}, "notes": notes}
+    return report
+
+
+def write_report(report: dict[str, Any], path: Path) -> None:
+    """Write the report as JSON atomically (temp file + rename), creating the folder.
+
+    Raises:
+        ValueError: the report holds NaN or infinity (not valid JSON).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(report, indent=2, allow_nan=False) + "\n"
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def main(argv: list[str]) -> None:
+    defaults = ["checkpoints/sft/final", "data", "reports/sft.json", "params.yaml"]
+    if argv[:1] in (["-h"], ["--help"]) or len(argv) > len(defaults):
+        print(__doc__)
+        return
+    model_dir, data_dir, out, params_path = (Path(a) for a in argv + defaults[len(argv):])
+    report = evaluate_policy(model_dir, data_dir, load_params(params_path), Settings(),
+                             progress=lambda line: print(line, file=sys.stderr, flush=True))
+    write_report(report, out)
+    print(json.dumps({k: v for k, v in report.items() if k != "meta"}, indent=2))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
