@@ -1,6 +1,6 @@
 """The ``sft`` stage: train the policy on every family's prepared data with TRL's SFTTrainer; checkpoints to
-``checkpoints/sft`` (resumed after a crash when the inputs are unchanged); training curves and the result to
-MLflow.
+``checkpoints/sft`` (resumed after a crash when the inputs are unchanged); then evaluate it on the held-out data
+into ``reports/sft.json``; training curves, the result and the report to MLflow.
 
 Run: ``python -m flows.sft [--params params.yaml] [--data data] [--out checkpoints/sft]`` (what
 ``dvc repro sft`` runs).  Test: ``pytest tests/flows/test_sft_flow.py``.
@@ -17,14 +17,15 @@ from prefect import flow, get_run_logger, runtime
 from hpcrl_core import tracking
 from hpcrl_core.config import load_params
 from hpcrl_core.training.checkpoints import inputs_fingerprint, reset_if_stale
-from tasks.sft import train_sft
+from tasks.sft import evaluate_sft, train_sft
 
 
 # log_prints stays off: libraries print during training (datasets even prints bytecode while fingerprinting), and
 # those lines would flood the flow-run log; the flow reports through its logger.
 @flow(name="sft")
-def sft(params_path: str = "params.yaml", data_dir: str = "data", out_dir: str = "checkpoints/sft") -> dict:
-    """Train (or resume) the SFT policy; returns losses, steps and the final folder."""
+def sft(params_path: str = "params.yaml", data_dir: str = "data", out_dir: str = "checkpoints/sft",
+        report: str = "reports/sft.json") -> dict:
+    """Train (or resume) the SFT policy and evaluate it; returns losses, steps, the final folder and the report."""
     params = load_params(params_path)
     data, out = Path(data_dir), Path(out_dir)
     files = [data / f / name for f in params.sft.families for name in ("train.jsonl", "eval.jsonl")]
@@ -36,6 +37,10 @@ def sft(params_path: str = "params.yaml", data_dir: str = "data", out_dir: str =
     with tracking.stage_run("sft", params=settings, tags=tags):
         result = train_sft(params, data, out, report_to=["mlflow"])
         tracking.log_metrics({k: v for k, v in result.items() if k in ("train_loss", "eval_loss", "global_step")})
+        metrics = evaluate_sft(Path(result["final_dir"]), data, params, Path(report))
+        tracking.log_metrics({f"eval.{k}": v for k, v in metrics.items() if k != "meta" and v is not None})
+        tracking.log_dict(metrics, "reports/sft.json")
+        result["report"] = metrics
     log.info("sft: step %s, train loss %.4f, eval loss %s, resumed from %s; model in %s", result["global_step"],
              result["train_loss"], result.get("eval_loss"), result.get("resumed_from"), result["final_dir"])
     return result
@@ -46,8 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--params", default="params.yaml")
     ap.add_argument("--data", default="data")
     ap.add_argument("--out", default="checkpoints/sft")
+    ap.add_argument("--report", default="reports/sft.json")
     a = ap.parse_args(argv)
-    sft(a.params, a.data, a.out)
+    sft(a.params, a.data, a.out, a.report)
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Prefect task of the sft stage: one call of ``hpcrl_core.training.sft.run_sft``.
+"""Prefect tasks of the sft stage: training (``run_sft``) and the post-SFT evaluation (``evaluate_policy``).
 
 No Prefect caching (DVC owns skip-if-unchanged) and no automatic retries: a training run resumes from its last
 checkpoint when the stage is run again.
@@ -9,13 +9,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from prefect import task
+from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from hpcrl_core.config import Params
+from hpcrl_core.config import Params, Settings
+from hpcrl_core.evaluation.runner import evaluate_policy, write_report
 from hpcrl_core.training.sft import run_sft
 
 
 @task(name="train-sft", cache_policy=NO_CACHE)
 def train_sft(params: Params, data_dir: Path, output_dir: Path, report_to: list[str]) -> dict[str, Any]:
     return run_sft(params, data_dir, output_dir, report_to)
+
+
+@task(name="evaluate-sft", cache_policy=NO_CACHE)
+def evaluate_sft(model_dir: Path, data_dir: Path, params: Params, report: Path) -> dict[str, Any]:
+    logger = get_run_logger()
+    result = evaluate_policy(model_dir, data_dir, params, Settings(), progress=logger.info)
+    write_report(result, report)
+    return result
