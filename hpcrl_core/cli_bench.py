@@ -23,6 +23,7 @@ from hpcrl_core.bench.reference import BEST_KERNEL, ladder_kernels, measure_nump
 from hpcrl_core.bench.result import BenchResult
 from hpcrl_core.config import Params, Settings
 from hpcrl_core.errors import ConfigError
+from hpcrl_core.files import write_text_atomic
 from hpcrl_core.rewards.ladder import needs_reference, shape_reward
 
 
@@ -161,7 +162,4 @@ def _write_report(path: Path, engine: Engine, n: int, slot: Sequence[int], rows:
             "naive_gflops": g("naive kernel"), "best_kernel_gflops": g(f"{BEST_KERNEL} kernel"),
             "numpy_gflops": g("numpy (OpenBLAS)"), "peak_gflops_estimate": g("peak (estimate)"),
             "measured_at": datetime.now(UTC).isoformat(timespec="seconds")}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
-    tmp.replace(path)
+    write_text_atomic(path, json.dumps(data, indent=2) + "\n")

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from hpcrl_core.files import write_text_atomic
 from hpcrl_core.data.hygiene import HygieneReport
 from hpcrl_core.data.schema import Record
 
@@ -83,10 +84,7 @@ def card_markdown(card: dict[str, Any]) -> str:
 
 def write_card(card: dict[str, Any], folder: Path) -> tuple[Path, Path]:
     """Write ``card.json`` and ``card.md`` into the family's folder (atomically)."""
-    folder.mkdir(parents=True, exist_ok=True)
     paths = (folder / "card.json", folder / "card.md")
-    for path, text in zip(paths, (json.dumps(card, indent=2, default=str) + "\n", card_markdown(card)), strict=True):
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
+    write_text_atomic(paths[0], json.dumps(card, indent=2, default=str) + "\n")
+    write_text_atomic(paths[1], card_markdown(card))
     return paths

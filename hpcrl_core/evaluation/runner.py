@@ -20,7 +20,6 @@ Test: ``pytest tests/evaluation/test_runner.py``.
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import sys
 import time
@@ -42,6 +41,7 @@ from hpcrl_core.errors import ConfigError
 from hpcrl_core.evaluation.embeddings import plp_similarity
 from hpcrl_core.evaluation.generate import generate
 from hpcrl_core.evaluation.metrics import mlperf_scores, race_f1
+from hpcrl_core.files import write_text_atomic
 from hpcrl_core.models.tokenizer import load_tokenizer
 
 Progress = Callable[[str], None]
@@ -228,11 +228,7 @@ def write_report(report: dict[str, Any], path: Path) -> None:
     Raises:
         ValueError: the report holds NaN or infinity (not valid JSON).
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(report, indent=2, allow_nan=False) + "\n"
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    write_text_atomic(path, json.dumps(report, indent=2, allow_nan=False) + "\n")
 
 
 def main(argv: list[str]) -> None:
