@@ -1,8 +1,13 @@
-"""Which checkpoints a training stage may resume: only those made from the same inputs.
+"""Which checkpoints a training stage may resume: only complete ones, made from the same inputs.
 
 DVC keeps ``checkpoints/<stage>`` between runs (``persist: true``) so that a killed run resumes; but a run whose
 data or params changed must start over, not continue someone else's optimiser state. The stage writes a
 fingerprint of its inputs next to its checkpoints and clears the folder when the fingerprint differs.
+
+A kill can also land while the trainer writes ``checkpoint-N``: it writes the weights, optimiser and RNG state
+first and ``trainer_state.json`` last, so a folder whose state file is missing or unreadable is incomplete.
+``last_checkpoint`` resumes the newest complete one and deletes incomplete newer ones (the resumed run writes
+them again).
 
 Test: ``pytest tests/training/test_checkpoints.py``.
 """
@@ -11,12 +16,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import re
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 FINGERPRINT = "inputs.json"
+TRAINER_STATE = "trainer_state.json"
+_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+log = logging.getLogger(__name__)
 
 
 def inputs_fingerprint(files: Iterable[Path], settings: dict[str, Any]) -> str:
@@ -45,3 +55,28 @@ def reset_if_stale(output_dir: Path, fingerprint: str) -> bool:
     output_dir.mkdir(parents=True, exist_ok=True)
     marker.write_text(json.dumps({"fingerprint": fingerprint}) + "\n")
     return stale
+
+
+def _complete(folder: Path) -> bool:
+    try:
+        return isinstance(json.loads((folder / TRAINER_STATE).read_text()).get("global_step"), int)
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def last_checkpoint(output_dir: Path) -> Path | None:
+    """The newest complete ``checkpoint-N`` folder under ``output_dir``, or None (also when there is no folder).
+
+    Incomplete folders newer than it (a kill during a save) are deleted, with a warning.
+    """
+    if not output_dir.is_dir():
+        return None
+    found = sorted(((int(m.group(1)), p) for p in output_dir.iterdir()
+                    if p.is_dir() and (m := _CHECKPOINT.match(p.name))), reverse=True)
+    for _, folder in found:
+        if _complete(folder):
+            return folder
+        log.warning("%s is incomplete (no readable %s; the run was killed while saving it); deleting it",
+                    folder, TRAINER_STATE)
+        shutil.rmtree(folder)
+    return None

@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from transformers.trainer_utils import get_last_checkpoint
 from trl import SFTConfig, SFTTrainer
 
 from hpcrl_core.config import ModelParams, Params, SFTParams, load_params
 from hpcrl_core.errors import ConfigError
 from hpcrl_core.models.build import load_policy
 from hpcrl_core.models.tokenizer import save_tokenizer
+from hpcrl_core.training.checkpoints import last_checkpoint
 from hpcrl_core.training.sft_data import check_max_length, load_sft_datasets
 
 TOKENIZER_DIR = "tokenizer"
@@ -135,14 +135,6 @@ def build_sft_trainer(params: Params, data_dir: Path, output_dir: Path, report_t
     args = sft_config(sp, output_dir, report_to, has_eval=len(evaluation) > 0)
     return SFTTrainer(model=model, args=args, train_dataset=train,
                       eval_dataset=evaluation if len(evaluation) else None, processing_class=tokenizer)
-
-
-def last_checkpoint(output_dir: Path) -> Path | None:
-    """The newest ``checkpoint-N`` folder under ``output_dir``, or None (also when the folder does not exist)."""
-    if not output_dir.is_dir():
-        return None
-    found = get_last_checkpoint(str(output_dir))
-    return Path(found) if found else None
 
 
 def run_sft(params: Params, data_dir: Path, output_dir: Path, report_to: list[str]) -> dict[str, Any]:

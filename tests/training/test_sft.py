@@ -18,7 +18,8 @@ from trl import SFTConfig
 from hpcrl_core.config import Params, parse_params
 from hpcrl_core.data.schema import FAMILIES, Record, assistant, messages, write_jsonl
 from hpcrl_core.errors import ConfigError, DataError
-from hpcrl_core.training.sft import build_sft_trainer, last_checkpoint, run_sft
+from hpcrl_core.training.checkpoints import last_checkpoint
+from hpcrl_core.training.sft import build_sft_trainer, run_sft
 from hpcrl_core.training.sft_data import load_sft_datasets, longest_record_tokens
 
 ANSWERS = {

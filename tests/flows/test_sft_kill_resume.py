@@ -1,0 +1,73 @@
+"""The sft stage's command, killed mid-training with SIGKILL (no chance to clean up), resumes from its last
+checkpoint when run again: what ``dvc repro sft`` does after a crash, since ``checkpoints/sft`` is a persisted out.
+
+Run: pytest tests/flows/test_sft_kill_resume.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.flows.test_sft_flow import flow_data, params_file
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+STEPS = 150
+
+
+def _stage(tmp_path: Path, params: Path, data: Path, out: Path) -> subprocess.Popen[str]:
+    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/mlflow.db",
+           "PREFECT_HOME": str(tmp_path / "prefect"), "PYTHONUNBUFFERED": "1"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "flows.sft", "--params", str(params), "--data", str(data), "--out", str(out),
+         "--report", str(tmp_path / "reports" / "sft.json")],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
+def _wait_for(path: Path, proc: subprocess.Popen[str], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not path.exists():
+        assert proc.poll() is None, f"the stage ended (rc {proc.returncode}) before {path.name} was written"
+        assert time.monotonic() < deadline, f"{path.name} did not appear within {timeout_s:.0f} s"
+        time.sleep(0.2)
+
+
+def test_killed_stage_resumes_from_its_last_checkpoint(tmp_path: Path) -> None:
+    data = flow_data(tmp_path / "data")
+    params = params_file(tmp_path, max_steps=STEPS, save_steps=10, save_total_limit=2, logging_steps=10)
+    out = tmp_path / "checkpoints" / "sft"
+
+    first = _stage(tmp_path, params, data, out)
+    try:
+        _wait_for(out / "checkpoint-20" / "trainer_state.json", first, timeout_s=300)
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)  # the whole group: the flow and anything it started
+        first.communicate()
+    complete = [int(p.parent.name.split("-")[1]) for p in out.glob("checkpoint-*/trainer_state.json")]
+    killed_at = max(complete)
+    assert 20 <= killed_at < STEPS, "the kill came too late to test a resume"
+    assert not (out / "final").exists()
+
+    second = _stage(tmp_path, params, data, out)
+    log, _ = second.communicate(timeout=600)
+    assert second.returncode == 0, log[-3000:]
+    resumed = re.search(r"resumed from (\S+)", log)
+    assert resumed, log[-3000:]
+    # From the newest complete checkpoint (a half-written newer one is discarded), never from scratch.
+    assert resumed.group(1).rstrip(";,") == str(out / f"checkpoint-{killed_at}")
+    state = json.loads((out / f"checkpoint-{STEPS}" / "trainer_state.json").read_text())
+    assert state["global_step"] == STEPS
+    assert (out / "final" / "config.json").is_file()
+    # Each logged step appears once: the second run continued the first one's history instead of redoing it.
+    history = [e["step"] for e in state["log_history"] if "loss" in e]
+    assert history == list(range(10, STEPS + 1, 10))
