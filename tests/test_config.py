@@ -66,3 +66,15 @@ def test_config_check_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     broken.write_text("bench: [1, 2\n")
     assert main(["config", "check", str(broken)]) == 1
     assert "not valid YAML" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("rl", "needle"), [
+    ({"per_device_train_batch_size": 12, "num_generations": 8}, "multiple of num_generations"),
+    ({"rewards": []}, "rl_dgemm.rewards"),
+    ({"sqd": {"start_stage": 4, "max_stage": 2}}, "start_stage (4) must be <= max_stage (2)"),
+    ({"sqd": {"windows": 4}}, "rl_dgemm.sqd.windows: unknown key"),
+])
+def test_rl_dgemm_rules_name_the_key(rl: dict[str, object], needle: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_params({"rl_dgemm": rl})
+    assert needle in str(err.value)

@@ -1,0 +1,75 @@
+"""Section ``prepare`` of params.yaml: which corpora the prepare stage builds and how it splits them.
+
+Test: ``pytest tests/test_config.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from hpcrl_core.config.base import Section
+
+SOURCE_KINDS: dict[str, tuple[str, ...]] = {
+    "race_c": ("synthetic", "hpcgpt", "dataracebench"),
+    "race_fortran": ("synthetic", "hpcgpt", "dataracebench"),
+    "mlperf": ("synthetic", "hpcgpt"),
+    "plp": ("synthetic", "hpcgpt"),
+}
+
+
+def _default_sources() -> dict[str, tuple[str, ...]]:
+    synthetic: tuple[str, ...] = ("synthetic",)
+    return dict.fromkeys(SOURCE_KINDS, synthetic)
+
+
+class DgemmPrepParams(Section):
+    train_problems: int = Field(960, ge=1, le=100_000)
+    eval_problems: int = Field(40, ge=1, le=10_000)
+    variants: int = Field(320, ge=1, le=100_000)  # kernel variants generated and benchmarked for the corpus
+    bench_n: int = Field(256, ge=16, le=4096)  # size at which corpus kernels are verified and timed
+    per_kernel: int = Field(3, ge=1, le=100)  # train prompts each verified kernel is paired with
+
+
+class RacePrepParams(Section):
+    per_pattern: int = Field(12, ge=1, le=10_000)  # synthetic items per (pattern, label)
+    tsan: bool = True  # run C items under ThreadSanitizer and report agreement in the card
+
+
+class QAPrepParams(Section):
+    paraphrases: int = Field(3, ge=1, le=20)  # question templates used per fact
+    # "phrasing": eval asks facts seen in training in words never seen (does SFT inject the fact?);
+    # "fact": eval asks facts never seen in training (only answerable by a model that knew them before)
+    hold_out: Literal["phrasing", "fact"] = "phrasing"
+
+
+class PrepareParams(Section):
+    seed: int = 1234
+    eval_fraction: float = Field(0.1, gt=0, lt=1)
+    sources: dict[str, tuple[str, ...]] = Field(default_factory=lambda: _default_sources())
+    dgemm: DgemmPrepParams = DgemmPrepParams()
+    race: RacePrepParams = RacePrepParams()
+    mlperf: QAPrepParams = QAPrepParams()
+    plp: QAPrepParams = QAPrepParams()
+
+    @field_validator("sources")
+    @classmethod
+    def _known_sources(cls, v: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+        problems = []
+        for family, specs in v.items():
+            if family not in SOURCE_KINDS:
+                problems.append(f"unknown family {family!r} (allowed: {', '.join(SOURCE_KINDS)})")
+                continue
+            if not specs:
+                problems.append(f"{family}: give at least one source")
+            for spec in specs:
+                kind, _, path = spec.partition(":")
+                if kind not in SOURCE_KINDS[family]:
+                    allowed = ", ".join(k if k == "synthetic" else k + ":PATH" for k in SOURCE_KINDS[family])
+                    problems.append(f"{family}: source {spec!r} has kind {kind!r}; allowed: {allowed}")
+                elif (kind == "synthetic") == bool(path):
+                    problems.append(f"{family}: source {spec!r}: 'synthetic' takes no path, other kinds need one")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return v

@@ -1,0 +1,83 @@
+"""Section ``rl_dgemm`` of params.yaml: online GRPO on DGEMM problems with benchmark rewards and the SQD curriculum.
+
+``trl`` passes further GRPOConfig options through (checked by name when the trainer is assembled); the fields
+here are the ones hpcrl owns or that the curriculum and the reward need to agree on.
+
+Test: ``pytest tests/test_config.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, field_validator, model_validator
+
+from hpcrl_core.config.base import Section
+from hpcrl_core.config.model import LrScheduler
+
+
+class SQDParams(Section):
+    """Staged Quality-Diversity (docs/sqd.md): per-problem stages of permitted techniques, promoted on progress.
+
+    A problem at stage s permits the first s techniques of its unlock order. After each visit (one group of
+    completions for the problem) the curriculum looks at the problem's last ``window`` visits at its stage and
+    promotes it when their mean reward reaches ``promote_reward``, or when it has plateaued: at least
+    ``2 * window`` visits at the stage and the mean of the last ``window`` is not above the mean of the ``window``
+    before by more than ``plateau_tol`` (in reward units).
+    """
+
+    enabled: bool = True  # false: every problem keeps the stage it was generated with (plain GRPO)
+    start_stage: int | None = Field(0, ge=0, le=5)  # every problem starts here; null = its generated stage
+    max_stage: int = Field(5, ge=0, le=5)
+    window: int = Field(4, ge=1, le=10_000)
+    promote_reward: float = 5.0  # with reward.mode relative and scale 10: half of numpy's GFLOPS
+    plateau_tol: float = Field(0.5, ge=0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> SQDParams:
+        if self.start_stage is not None and self.start_stage > self.max_stage:
+            raise ValueError(f"start_stage ({self.start_stage}) must be <= max_stage ({self.max_stage})")
+        return self
+
+
+class RLDgemmParams(Section):
+    """GRPO on DGEMM (``dvc repro rl_dgemm``): TRL's GRPOTrainer from ``checkpoints/sft``, prompts from SQD.
+
+    A step generates ``num_generations`` completions for each of ``per_device_train_batch_size /
+    num_generations`` problems and benchmarks every completion at ``bench_n`` (short timing) for its reward.
+    """
+
+    seed: int = Field(1234, ge=0, le=2**32 - 1)
+    max_steps: int = Field(60, ge=1, le=10_000_000)
+    learning_rate: float = Field(5e-5, gt=0, le=1)
+    lr_scheduler_type: LrScheduler = "constant"
+    warmup_ratio: float = Field(0.0, ge=0, lt=1)
+    per_device_train_batch_size: int = Field(8, ge=1, le=4096)  # completions per step
+    num_generations: int = Field(8, ge=2, le=1024)  # G: completions per problem (one group)
+    gradient_accumulation_steps: int = Field(1, ge=1, le=4096)
+    temperature: float = Field(0.8, gt=0, le=5)
+    beta: float = Field(0.02, ge=0, le=100)  # KL coefficient against the frozen SFT model
+    loss_type: str = "dapo"  # one of TRL GRPOConfig's loss types (checked against the installed TRL)
+    max_completion_length: int = Field(512, ge=8, le=1_048_576)
+    bench_n: int = Field(256, ge=16, le=4096)  # completions are verified and timed at this size, short timing
+    problems: int = Field(64, ge=1, le=1_000_000)  # distinct train problems drawn from problems_train.jsonl
+    rewards: tuple[str, ...] = ("dgemm_gflops",)  # names in hpcrl_core.rewards.REWARDS; summed with equal weight
+    save_steps: int = Field(10, ge=1, le=10_000_000)
+    save_total_limit: int = Field(2, ge=1, le=1000)
+    logging_steps: int = Field(1, ge=1, le=10_000_000)
+    sqd: SQDParams = SQDParams()
+    trl: dict[str, Any] = Field(default_factory=dict)  # extra GRPOConfig options, e.g. {epsilon_high: 0.28}
+
+    @field_validator("rewards")
+    @classmethod
+    def _some_rewards(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        if not v or len(set(v)) != len(v):
+            raise ValueError(f"rewards must name at least one reward function, each once; got {list(v)}")
+        return v
+
+    @model_validator(mode="after")
+    def _groups(self) -> RLDgemmParams:
+        if self.per_device_train_batch_size % self.num_generations:
+            raise ValueError(f"per_device_train_batch_size ({self.per_device_train_batch_size}) must be a multiple "
+                             f"of num_generations ({self.num_generations}): a step holds whole groups")
+        return self
