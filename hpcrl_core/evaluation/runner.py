@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from transformers import AutoModelForCausalLM, PreTrainedTokenizerBase
+from transformers import PreTrainedTokenizerBase
 
 from hpcrl_core.bench.cache import ResultCache
 from hpcrl_core.bench.engine import Engine
@@ -37,12 +37,11 @@ from hpcrl_core.bench.result import BenchResult, Status
 from hpcrl_core.config import Params, Settings, load_params
 from hpcrl_core.data.families import corpus_bench_params
 from hpcrl_core.data.schema import Record, read_jsonl
-from hpcrl_core.errors import ConfigError
 from hpcrl_core.evaluation.embeddings import plp_similarity
 from hpcrl_core.evaluation.generate import generate
 from hpcrl_core.evaluation.metrics import mlperf_scores, race_f1
 from hpcrl_core.files import write_text_atomic
-from hpcrl_core.models.tokenizer import load_tokenizer
+from hpcrl_core.models.saved import load_saved_policy
 
 Progress = Callable[[str], None]
 NOT_COMPILED = frozenset({Status.FORMAT_VIOLATION, Status.COMPILE_ERROR})
@@ -101,20 +100,9 @@ def load_model(model_dir: Path) -> tuple[Any, PreTrainedTokenizerBase]:
     (``adapter_config.json``) is loaded on its base model with peft.
 
     Raises:
-        ConfigError: the folder is missing, or holds no tokenizer with a chat template.
+        ConfigError: the folder is missing, or holds no loadable model or tokenizer with a chat template.
     """
-    if not (model_dir / "config.json").is_file() and not (model_dir / "adapter_config.json").is_file():
-        raise ConfigError(f"model_dir: {model_dir} holds no saved model (no config.json or adapter_config.json); "
-                          f"pass the folder the sft stage writes (checkpoints/sft/final) or run `dvc repro sft`")
-    tokenizer = load_tokenizer(model_dir, key="model_dir")
-    if (model_dir / "adapter_config.json").is_file():
-        from peft import AutoPeftModelForCausalLM  # only LoRA runs need peft here
-
-        model = AutoPeftModelForCausalLM.from_pretrained(str(model_dir), local_files_only=True)
-    else:
-        model = AutoModelForCausalLM.from_pretrained(str(model_dir), local_files_only=True)
-    model.eval()
-    return model, tokenizer
+    return load_saved_policy(model_dir)
 
 
 def _eval_items(data_dir: Path, family: str, name: str, limit: int, notes: dict[str, str]) -> list[Record]:

@@ -15,8 +15,6 @@ Test: ``pytest tests/training/test_sft.py``.
 
 from __future__ import annotations
 
-import dataclasses
-import difflib
 import math
 import sys
 from pathlib import Path
@@ -31,6 +29,7 @@ from hpcrl_core.models.build import load_policy
 from hpcrl_core.models.tokenizer import save_tokenizer
 from hpcrl_core.training.checkpoints import last_checkpoint
 from hpcrl_core.training.sft_data import check_max_length, load_sft_datasets
+from hpcrl_core.training.trl_options import check_passthrough
 
 TOKENIZER_DIR = "tokenizer"
 FINAL_DIR = "final"
@@ -51,25 +50,7 @@ def check_trl_options(options: dict[str, Any]) -> None:
     Raises:
         ConfigError: listing unknown names (with the allowed ones) and names to set elsewhere.
     """
-    fields = {f.name for f in dataclasses.fields(SFTConfig) if f.init}
-    problems = [f"sft.trl.{k}: not an SFTConfig option of trl {_trl_version()}"
-                f"{_did_you_mean(k, fields)}; the allowed names are SFTConfig's fields"
-                for k in options if k not in fields]
-    problems += [f"sft.trl.{k}: owned by the sft stage; set it through {OWNED_FIELDS[k]}"
-                 for k in options if k in OWNED_FIELDS]
-    if problems:
-        raise ConfigError("sft.trl: invalid SFTConfig passthrough", problems)
-
-
-def _did_you_mean(name: str, fields: set[str]) -> str:
-    close = difflib.get_close_matches(name, sorted(fields), n=3)
-    return f" (did you mean {', '.join(close)}?)" if close else ""
-
-
-def _trl_version() -> str:
-    import trl
-
-    return str(trl.__version__)
+    check_passthrough(options, SFTConfig, "sft", OWNED_FIELDS)
 
 
 def sft_config(sp: SFTParams, output_dir: Path, report_to: list[str], has_eval: bool) -> SFTConfig:
