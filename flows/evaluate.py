@@ -1,0 +1,64 @@
+"""The ``evaluate_dgemm`` stage: SFT and RL policies on the held-out DGEMM problems, benchmarked on this CPU;
+``reports/eval_dgemm.json`` (DVC metrics: blocks ``sft`` and ``rl``, ``rl.winrate_vs_sft``), the per-kernel
+samples, and plots (GFLOPS distributions, RL curves over steps) in ``reports/`` and MLflow.
+
+Run: ``python -m flows.evaluate [--params params.yaml] [--data data] [--sft checkpoints/sft/final]
+[--rl checkpoints/rl_dgemm/final] [--report reports/eval_dgemm.json]`` (what ``dvc repro evaluate_dgemm`` runs).
+Test: ``pytest tests/flows/test_evaluate_flow.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from prefect import flow, get_run_logger, runtime
+
+from hpcrl_core import tracking
+from hpcrl_core.config import load_params
+from tasks.evaluate import evaluate_models, plot_rl_steps
+
+BLOCK_KEYS = ("verified_rate", "respect_rate", "gflops_median", "gflops_best", "best_vs_numpy", "winrate_vs_sft")
+
+
+@flow(name="evaluate_dgemm")
+def evaluate(params_path: str = "params.yaml", data_dir: str = "data", sft_dir: str = "checkpoints/sft/final",
+             rl_dir: str = "checkpoints/rl_dgemm/final", report: str = "reports/eval_dgemm.json") -> dict:
+    """Evaluate SFT and RL on the held-out problems; returns the report."""
+    params = load_params(params_path)
+    out = Path(report)
+    models = {"sft": Path(sft_dir), "rl": Path(rl_dir)}
+    log = get_run_logger()
+    tags = {"prefect_flow_run_id": str(runtime.flow_run.id or "")}
+    with tracking.stage_run("evaluate_dgemm", params={"evaluate": params.evaluate.model_dump()}, tags=tags):
+        result = evaluate_models(models, Path(data_dir), params, out)
+        steps_png = out.with_name("rl_dgemm_steps.png")
+        plotted = plot_rl_steps(Path(rl_dir) / "log_history.json", steps_png)
+        tracking.log_metrics({f"{name}.{k}": float(v) for name in models for k, v in result[name].items()
+                              if k in BLOCK_KEYS and v is not None})
+        tracking.log_dict(result, "reports/eval_dgemm.json")
+        for png in [out.with_name(out.stem + "_gflops.png"), *([steps_png] if plotted else [])]:
+            tracking.log_artifact(png, "reports")
+    for name in models:
+        block = result[name]
+        log.info("%s: verified %.0f%%, median %.2f GFLOPS, best %.2f (%.2f of numpy)%s", name,
+                 100 * block["verified_rate"], block["gflops_median"], block["gflops_best"], block["best_vs_numpy"],
+                 f", WinRate vs SFT {block['winrate_vs_sft']:.2f}" if "winrate_vs_sft" in block else "")
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--params", default="params.yaml")
+    ap.add_argument("--data", default="data")
+    ap.add_argument("--sft", default="checkpoints/sft/final")
+    ap.add_argument("--rl", default="checkpoints/rl_dgemm/final")
+    ap.add_argument("--report", default="reports/eval_dgemm.json")
+    a = ap.parse_args(argv)
+    evaluate(a.params, a.data, a.sft, a.rl, a.report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

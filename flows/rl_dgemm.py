@@ -1,0 +1,62 @@
+"""The ``rl_dgemm`` stage: GRPO from the SFT policy on DGEMM problems, rewards measured by the benchmark engine,
+prompts staged by SQD; checkpoints (with curriculum and archive) to ``checkpoints/rl_dgemm``, resumed after a
+crash when the inputs are unchanged; per-step reward components, the curriculum and the archive to MLflow.
+
+Run: ``python -m flows.rl_dgemm [--params params.yaml] [--data data] [--sft checkpoints/sft/final]
+[--out checkpoints/rl_dgemm]`` (what ``dvc repro rl_dgemm`` runs).  Test: ``pytest tests/flows/test_rl_dgemm_flow.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from prefect import flow, get_run_logger, runtime
+
+from hpcrl_core import tracking
+from hpcrl_core.config import load_params
+from hpcrl_core.training.checkpoints import inputs_fingerprint, reset_if_stale
+from tasks.rl_dgemm import train_rl_dgemm
+
+SUMMARY_KEYS = ("global_step", "train_loss", "promotions")
+
+
+@flow(name="rl_dgemm")
+def rl_dgemm(params_path: str = "params.yaml", data_dir: str = "data", sft_dir: str = "checkpoints/sft/final",
+             out_dir: str = "checkpoints/rl_dgemm") -> dict:
+    """Train (or resume) the GRPO policy; returns steps, loss, the final folder and curriculum/archive figures."""
+    params = load_params(params_path)
+    data, sft, out = Path(data_dir), Path(sft_dir), Path(out_dir)
+    inputs = [data / "dgemm" / "problems_train.jsonl", *sorted(p for p in sft.glob("*") if p.is_file())]
+    settings = {"rl_dgemm": params.rl_dgemm.model_dump(), "reward": params.reward.model_dump(),
+                "bench": params.bench.model_dump()}
+    log = get_run_logger()
+    if reset_if_stale(out, inputs_fingerprint([f for f in inputs if f.exists()], settings)):
+        log.info("rl_dgemm: inputs changed since the checkpoints in %s were made; starting over", out)
+    tags = {"prefect_flow_run_id": str(runtime.flow_run.id or "")}
+    with tracking.stage_run("rl_dgemm", params=settings, tags=tags):
+        result = train_rl_dgemm(params, data, sft, out, report_to=["mlflow"])
+        tracking.log_metrics({k: v for k, v in result.items() if isinstance(v, int | float)})
+        final = Path(result["final_dir"])
+        for name in ("qd_archive.json", "sqd_state.json", "qd_archive.png", "log_history.json"):
+            tracking.log_artifact(final / name, "rl_dgemm")
+    log.info("rl_dgemm: step %s, train loss %.4f, %s promotions, resumed from %s; model in %s",
+             result["global_step"], result["train_loss"], result["promotions"], result["resumed_from"],
+             result["final_dir"])
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--params", default="params.yaml")
+    ap.add_argument("--data", default="data")
+    ap.add_argument("--sft", default="checkpoints/sft/final")
+    ap.add_argument("--out", default="checkpoints/rl_dgemm")
+    a = ap.parse_args(argv)
+    rl_dgemm(a.params, a.data, a.sft, a.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

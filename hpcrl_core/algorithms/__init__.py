@@ -1,0 +1,7 @@
+"""RL algorithms that sit above the trainer: the SQD curriculum (``sqd.py``), its quality-diversity archive
+(``archive.py``) and, later, the advantage estimators (``advantages.py``, ADVANTAGES registry).
+
+Nothing here knows C or Prefect: rewards arrive as numbers, kernels as text. Design: ``docs/sqd.md``.
+
+Test: ``pytest tests/algorithms``.
+"""

@@ -1,0 +1,262 @@
+"""Assemble TRL's GRPOTrainer for the ``rl_dgemm`` stage: the SFT policy, SQD prompts, benchmark rewards.
+
+No maths here. ``SQDGRPOTrainer`` subclasses GRPOTrainer at two hooks only:
+
+- ``_generate_and_score_completions``: before generating, each row's prompt and permitted set are re-rendered at
+  its problem's *current* SQD stage (the dataset holds one row per problem; the curriculum owns the stage); after
+  scoring, the curriculum and archive statistics are logged for the step.
+- ``_save_checkpoint``: the curriculum state and the quality-diversity archive are written into ``checkpoint-N``
+  *before* TRL writes ``trainer_state.json`` there, so a checkpoint that counts as complete
+  (``checkpoints.last_checkpoint``) always carries them; a resumed run loads them back.
+
+Rewards come from ``rl_dgemm.rewards`` (``hpcrl_core.rewards.REWARDS``); their observer (``Rollouts``) records each
+group's rewards with the curriculum (promotion) and every verified, technique-respecting kernel in the archive.
+Layout of ``output_dir`` (``checkpoints/rl_dgemm``)::
+
+    checkpoint-N/   Trainer checkpoint + sqd_state.json + qd_archive.json; a rerun resumes here
+    final/          the trained policy (model + tokenizer), sqd_state.json, qd_archive.json, qd_archive.png and
+                    log_history.json (the trainer's per-step logs, for the evaluation's plots)
+
+Run: ``python -m hpcrl_core.training.rl [PARAMS] [DATA_DIR] [SFT_DIR] [OUTPUT_DIR]`` (no tracking).
+Test: ``pytest tests/training/test_rl.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from datasets import Dataset
+from trl import GRPOConfig, GRPOTrainer
+
+from hpcrl_core.algorithms.archive import ARCHIVE_FILE, QDArchive
+from hpcrl_core.algorithms.sqd import STATE_FILE, SQDCurriculum, problems_from_records
+from hpcrl_core.bench.cache import ResultCache
+from hpcrl_core.bench.engine import Engine
+from hpcrl_core.bench.executor import LocalExecutor
+from hpcrl_core.bench.reference import ReferenceTracker
+from hpcrl_core.bench.result import BenchResult
+from hpcrl_core.config import Params, RLDgemmParams, Settings, load_params
+from hpcrl_core.data.families import corpus_bench_params
+from hpcrl_core.data.schema import read_jsonl
+from hpcrl_core.errors import ConfigError, DataError
+from hpcrl_core.files import write_text_atomic
+from hpcrl_core.models.saved import load_saved_policy
+from hpcrl_core.rewards import RewardContext, get_reward
+from hpcrl_core.rewards.dgemm import violates
+from hpcrl_core.rewards.ladder import needs_reference
+from hpcrl_core.training.checkpoints import last_checkpoint
+from hpcrl_core.training.trl_options import check_passthrough, trl_version
+
+SQD_STATE = STATE_FILE
+ARCHIVE = ARCHIVE_FILE
+HEATMAP = "qd_archive.png"
+LOG_HISTORY = "log_history.json"
+FINAL_DIR = "final"
+OWNED_FIELDS: dict[str, str] = {
+    **{name: f"rl_dgemm.{name}" for name in RLDgemmParams.model_fields
+       if name not in ("trl", "warmup_ratio", "bench_n", "problems", "rewards", "sqd")},
+    "warmup_steps": "rl_dgemm.warmup_ratio",
+    "output_dir": "the stage's output folder (checkpoints/rl_dgemm)",
+    "report_to": "the flow (report_to argument)",
+    "save_strategy": "rl_dgemm.save_steps",
+}
+
+
+# GRPOConfig.loss_type values of the pinned TRL (1.16). TRL itself only rejects an unknown one at the first loss
+# computation, after a whole step of generation and benchmarking; tests/training/test_rl.py checks this list
+# against TRL's own documentation of the field.
+LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "luspo", "cispo", "sapo", "vespo")
+
+
+def check_trl_options(options: dict[str, Any]) -> None:
+    """Raise unless every ``rl_dgemm.trl`` key is a GRPOConfig field that rl_dgemm params do not already own."""
+    check_passthrough(options, GRPOConfig, "rl_dgemm", OWNED_FIELDS)
+
+
+def grpo_config(rp: RLDgemmParams, output_dir: Path, report_to: list[str]) -> GRPOConfig:
+    """The GRPOConfig for ``rl_dgemm`` params: CPU-safe defaults, steps-based saving, ``rl_dgemm.trl`` on top."""
+    check_trl_options(rp.trl)
+    if rp.loss_type not in LOSS_TYPES:
+        raise ConfigError(f"rl_dgemm.loss_type: received {rp.loss_type!r}; allowed by trl {trl_version()}: "
+                          f"{', '.join(LOSS_TYPES)}")
+    cuda = torch.cuda.is_available()
+    options: dict[str, Any] = {
+        "output_dir": str(output_dir), "report_to": report_to, "seed": rp.seed, "data_seed": rp.seed,
+        "max_steps": rp.max_steps, "learning_rate": rp.learning_rate, "lr_scheduler_type": rp.lr_scheduler_type,
+        "warmup_steps": rp.warmup_ratio, "per_device_train_batch_size": rp.per_device_train_batch_size,
+        "num_generations": rp.num_generations, "gradient_accumulation_steps": rp.gradient_accumulation_steps,
+        "temperature": rp.temperature, "beta": rp.beta, "loss_type": rp.loss_type,
+        "max_completion_length": rp.max_completion_length, "save_strategy": "steps", "save_steps": rp.save_steps,
+        "save_total_limit": rp.save_total_limit, "logging_steps": rp.logging_steps,
+        "use_cpu": not cuda, "bf16": cuda and torch.cuda.is_bf16_supported(),
+        "dataloader_num_workers": 0, "dataloader_pin_memory": cuda,
+    }
+    options.update(rp.trl)
+    try:
+        return GRPOConfig(**options)
+    except (ValueError, TypeError) as err:
+        raise ConfigError(f"rl_dgemm: GRPOConfig rejected the options: {err}",
+                          [f"{k}: {v!r}" for k, v in {"loss_type": rp.loss_type, **rp.trl}.items()]) from None
+
+
+@dataclass
+class Rollouts:
+    """The reward functions' observer: feeds each group's rewards to the curriculum and verified kernels that
+    respect their problem to the archive. ``step`` is set by the trainer before each generation."""
+
+    curriculum: SQDCurriculum
+    archive: QDArchive
+    step: int = 0
+    promotions: list[tuple[int, str, int]] = field(default_factory=list)  # (step, problem id, new stage)
+
+    def __call__(self, completions: Sequence[str], results: Sequence[BenchResult], rewards: Sequence[float],
+                 columns: dict[str, Sequence[Any]]) -> None:
+        groups: dict[str, list[float]] = defaultdict(list)
+        for i, (code, res, reward) in enumerate(zip(completions, results, rewards, strict=True)):
+            pid = str(columns["problem_id"][i])
+            groups[pid].append(float(reward))
+            if res.ok and res.gflops and not violates(res, frozenset(map(str, columns["permitted"][i]))):
+                self.archive.add(pid, frozenset(map(str, res.techniques)), float(res.gflops), code, self.step,
+                                 self.curriculum.stage(pid))
+        for pid, values in groups.items():
+            if self.curriculum.record(pid, values):
+                self.promotions.append((self.step, pid, self.curriculum.stage(pid)))
+
+
+class SQDGRPOTrainer(GRPOTrainer):
+    """GRPOTrainer whose prompts follow the SQD curriculum and whose checkpoints carry its state (see module)."""
+
+    def __init__(self, *args: Any, rollouts: Rollouts, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.rollouts = rollouts
+
+    def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+        cur = self.rollouts.curriculum
+        self.rollouts.step = int(self.state.global_step)
+        staged = [{**x, "prompt": cur.prompt(x["problem_id"]),
+                   "permitted": sorted(str(t) for t in cur.permitted(x["problem_id"]))} for x in inputs]
+        out = super()._generate_and_score_completions(staged)
+        for name, value in {**cur.stats(), **self.rollouts.archive.stats()}.items():
+            self._log_metric(name, float(value))
+        return out
+
+    def _save_checkpoint(self, model: Any, trial: Any) -> None:
+        folder = Path(self._get_output_dir(trial=trial)) / f"checkpoint-{self.state.global_step}"
+        folder.mkdir(parents=True, exist_ok=True)
+        self.rollouts.curriculum.save(folder / SQD_STATE)
+        self.rollouts.archive.save(folder / ARCHIVE)
+        super()._save_checkpoint(model, trial)
+
+
+def rl_dataset(curriculum: SQDCurriculum) -> Dataset:
+    """One row per problem: ``problem_id``, its prompt and permitted techniques at the current stage (the trainer
+    re-renders both at generation time, so the rows only fix which problems exist)."""
+    ids = list(curriculum.problem_ids)
+    return Dataset.from_dict({
+        "problem_id": ids, "prompt": [curriculum.prompt(p) for p in ids],
+        "permitted": [sorted(str(t) for t in curriculum.permitted(p)) for p in ids]})
+
+
+def load_curriculum(params: Params, data_dir: Path) -> SQDCurriculum:
+    """The curriculum over the first ``rl_dgemm.problems`` problems of ``data/dgemm/problems_train.jsonl``.
+
+    Raises:
+        DataError: the problems file is missing or empty.
+    """
+    path = data_dir / "dgemm" / "problems_train.jsonl"
+    if not path.is_file():
+        raise DataError(f"{path} is missing; run `dvc repro prepare` to create the DGEMM problems")
+    records = [r for _, r in zip(range(params.rl_dgemm.problems), read_jsonl(path), strict=False)]
+    if not records:
+        raise DataError(f"{path} holds no problems")
+    return SQDCurriculum(problems_from_records(records), params.rl_dgemm.sqd, seed=params.rl_dgemm.seed)
+
+
+@dataclass
+class RLRun:
+    """What ``build_rl_trainer`` assembled; ``close()`` stops the benchmark executor."""
+
+    trainer: SQDGRPOTrainer
+    rollouts: Rollouts
+    executor: LocalExecutor
+    reward_funcs: list[Callable[..., Any]]
+
+    def close(self) -> None:
+        self.executor.close()
+
+
+def build_rl_trainer(params: Params, data_dir: Path, sft_dir: Path, output_dir: Path, report_to: list[str],
+                     settings: Settings | None = None) -> RLRun:
+    """An SQDGRPOTrainer ready to ``train()``, with every check done before the first step.
+
+    Raises:
+        ConfigError: a bad ``rl_dgemm.trl`` name or loss type, an unknown reward name, no SFT model in ``sft_dir``.
+        DataError: no DGEMM problems under ``data_dir``.
+    """
+    rp = params.rl_dgemm
+    args = grpo_config(rp, output_dir, report_to)
+    factories = [get_reward(name) for name in rp.rewards]
+    curriculum = load_curriculum(params, data_dir)
+    model, tokenizer = load_saved_policy(sft_dir, trainable=True, key="sft_dir")
+    settings = settings or Settings()
+    engine = Engine(corpus_bench_params(params.bench, rp.bench_n), settings)
+    cache = ResultCache(Path(settings.cache_dir) / "bench.sqlite") if params.bench.cache else None
+    executor = LocalExecutor(engine, cache)
+    reference = (ReferenceTracker(executor, params.reward.reference, params.reward.reference_ttl_s)
+                 if needs_reference(params.reward) else None)
+    rollouts = Rollouts(curriculum, QDArchive(curriculum.problem_ids))
+    ctx = RewardContext(params=params, executor=executor, reference=reference, observer=rollouts)
+    funcs = [factory(ctx) for factory in factories]
+    trainer = SQDGRPOTrainer(model=model, reward_funcs=funcs, args=args, train_dataset=rl_dataset(curriculum),
+                             processing_class=tokenizer, rollouts=rollouts)
+    return RLRun(trainer, rollouts, executor, funcs)
+
+
+def run_rl(params: Params, data_dir: Path, sft_dir: Path, output_dir: Path, report_to: list[str],
+           settings: Settings | None = None) -> dict[str, Any]:
+    """Train (resuming from the last complete checkpoint with its curriculum and archive), save ``final``.
+
+    Returns:
+        ``global_step``, ``train_loss``, ``resumed_from``, ``final_dir``, ``promotions`` (this run's),
+        the curriculum's and the archive's final statistics.
+    """
+    resume = last_checkpoint(output_dir)
+    run = build_rl_trainer(params, data_dir, sft_dir, output_dir, report_to, settings)
+    try:
+        if resume is not None:
+            run.rollouts.curriculum.load(resume / SQD_STATE)
+            run.rollouts.archive = QDArchive.load(resume / ARCHIVE, problem_ids=run.rollouts.curriculum.problem_ids)
+        result = run.trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    finally:
+        run.close()
+    final = output_dir / FINAL_DIR
+    run.trainer.save_model(str(final))
+    if run.trainer.processing_class is not None:
+        run.trainer.processing_class.save_pretrained(str(final))
+    run.rollouts.curriculum.save(final / SQD_STATE)
+    run.rollouts.archive.save(final / ARCHIVE)
+    run.rollouts.archive.heatmap(final / HEATMAP)
+    write_text_atomic(final / LOG_HISTORY, json.dumps(run.trainer.state.log_history, indent=1) + "\n")
+    return {"global_step": int(run.trainer.state.global_step), "train_loss": float(result.training_loss),
+            "resumed_from": str(resume) if resume else None, "final_dir": str(final),
+            "promotions": len(run.rollouts.promotions), **run.rollouts.curriculum.stats(),
+            **run.rollouts.archive.stats()}
+
+
+def main(argv: list[str]) -> None:
+    params = load_params(argv[0] if argv else "params.yaml")
+    data_dir = Path(argv[1] if len(argv) > 1 else "data")
+    sft_dir = Path(argv[2] if len(argv) > 2 else "checkpoints/sft/final")
+    output_dir = Path(argv[3] if len(argv) > 3 else "checkpoints/rl_dgemm")
+    print(run_rl(params, data_dir, sft_dir, output_dir, report_to=[]))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

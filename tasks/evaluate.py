@@ -1,0 +1,38 @@
+"""Prefect tasks of the evaluate_dgemm stage: the held-out evaluation of SFT and RL and its plots.
+
+No retries: sampling is seeded and a failed benchmark infrastructure raises a typed error the operator must see.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from hpcrl_core.config import Params, Settings
+from hpcrl_core.evaluation.dgemm_eval import evaluate_dgemm, write_json
+from hpcrl_core.evaluation.plots import plot_gflops_distributions, plot_training_curves
+
+
+@task(name="evaluate-dgemm", cache_policy=NO_CACHE)
+def evaluate_models(models: dict[str, Path], data_dir: Path, params: Params, report: Path) -> dict[str, Any]:
+    """Evaluate, write ``report`` and ``<report>_samples.json``, and plot the GFLOPS distributions next to it."""
+    logger = get_run_logger()
+    result, rows = evaluate_dgemm(models, data_dir, params, Settings(), progress=logger.info)
+    write_json(result, report)
+    write_json(rows, report.with_name(report.stem + "_samples.json"))
+    plot_gflops_distributions(rows, report.with_name(report.stem + "_gflops.png"))
+    return result
+
+
+@task(name="plot-rl-steps", cache_policy=NO_CACHE)
+def plot_rl_steps(log_history: Path, out: Path) -> bool:
+    """Plot reward and GFLOPS over the RL steps when the run left its log history; False when it did not."""
+    if not log_history.is_file():
+        get_run_logger().warning("%s is missing; no training-curve plot", log_history)
+        return False
+    plot_training_curves(json.loads(log_history.read_text()), out)
+    return True

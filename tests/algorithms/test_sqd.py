@@ -1,0 +1,214 @@
+"""Tests of the SQD curriculum: the promotion rule, stage limits, prompts per stage, the visiting order and resume.
+
+Run: pytest tests/algorithms/test_sqd.py
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hpcrl_core.algorithms.sqd import SQDCurriculum, read_problems
+from hpcrl_core.config import SQDParams
+from hpcrl_core.data.dgemm_problems import Problem, make_problems, problem_record
+from hpcrl_core.data.schema import Record, write_jsonl
+from hpcrl_core.errors import ConfigError, DataError
+
+PROBLEMS = make_problems("train", 3, 6)
+
+
+def _curriculum(seed: int = 0, problems: list[Problem] | None = None, **params: Any) -> SQDCurriculum:
+    return SQDCurriculum(PROBLEMS if problems is None else problems, SQDParams(**params), seed)
+
+
+def _visits(cur: SQDCurriculum, pid: str, means: list[float]) -> list[bool]:
+    """Record one visit per value (a group of two rewards averaging to it); the promotion flags."""
+    return [cur.record(pid, [m - 1.0, m + 1.0]) for m in means]
+
+
+def test_threshold_promotes_on_the_mean_of_the_window() -> None:
+    cur = _curriculum(window=2, promote_reward=5.0, plateau_tol=0.5)
+    pid = PROBLEMS[0].id
+    assert _visits(cur, pid, [7.0, 2.0]) == [False, False]  # one good visit is not enough: window mean 4.5
+    assert cur.stage(pid) == 0 and cur.visits(pid) == 2
+    assert _visits(cur, pid, [8.0]) == [True]  # window (2, 8) mean 5.0 reaches the threshold
+    assert cur.stage(pid) == 1 and cur.visits(pid) == 0 and cur.history(pid) == []  # history starts afresh
+    assert cur.record(pid, [10.0, 0.0]) is False  # a visit's value is its mean (5), and the window is new
+    assert cur.record(pid, [5.0]) is True and cur.stage(pid) == 2
+    assert cur.promotions == 2
+
+
+def test_plateau_promotes_only_after_two_windows() -> None:
+    cur = _curriculum(window=3, promote_reward=5.0, plateau_tol=0.5)
+    pid = PROBLEMS[1].id
+    assert _visits(cur, pid, [1.0] * 6) == [False] * 5 + [True]  # flat, below the threshold: stuck
+    assert cur.stage(pid) == 1
+
+
+def test_plateau_tolerance_is_inclusive_and_improvement_blocks_it() -> None:
+    flat = _curriculum(window=2, promote_reward=5.0, plateau_tol=0.5)
+    assert _visits(flat, PROBLEMS[0].id, [1.0, 1.0, 1.5, 1.5]) == [False, False, False, True]  # +0.5: plateau
+    rising = _curriculum(window=2, promote_reward=5.0, plateau_tol=0.5)
+    assert _visits(rising, PROBLEMS[0].id, [1.0, 1.0, 1.6, 1.6]) == [False] * 4  # +0.6: still learning
+
+
+def test_no_promotion_while_improving() -> None:
+    cur = _curriculum(window=2, promote_reward=5.0, plateau_tol=0.5)
+    pid = PROBLEMS[2].id
+    assert _visits(cur, pid, [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]) == [False] * 6  # each window beats the last by 2
+    assert cur.stage(pid) == 0
+    assert _visits(cur, pid, [6.0]) == [True]  # window (5, 6) mean 5.5 reaches the threshold
+
+
+def test_never_promoted_beyond_max_stage() -> None:
+    cur = _curriculum(window=1, promote_reward=5.0, max_stage=2)
+    pid = PROBLEMS[0].id
+    assert _visits(cur, pid, [9.0] * 6) == [True, True, False, False, False, False]
+    assert cur.stage(pid) == 2 and cur.promotions == 2
+    assert cur.permitted(pid) == frozenset(PROBLEMS[0].order[:2])
+
+
+def test_disabled_keeps_generated_stages() -> None:
+    cur = _curriculum(enabled=False, start_stage=0, max_stage=1, window=1)
+    assert {p.id: cur.stage(p.id) for p in PROBLEMS} == {p.id: p.stage for p in PROBLEMS}
+    assert any(p.stage > 1 for p in PROBLEMS)  # so max_stage was really ignored
+    for p in PROBLEMS:
+        assert _visits(cur, p.id, [9.0, 1.0, 1.0]) == [False] * 3
+        assert cur.problem(p.id) == p
+    assert cur.stats()["sqd/promotions"] == 0
+
+
+def test_start_stage_none_keeps_generated_stage_capped_to_max() -> None:
+    generated = _curriculum(start_stage=None)
+    assert [generated.stage(p.id) for p in PROBLEMS] == [p.stage for p in PROBLEMS]
+    capped = _curriculum(start_stage=None, max_stage=2)
+    assert [capped.stage(p.id) for p in PROBLEMS] == [min(p.stage, 2) for p in PROBLEMS]
+    assert [_curriculum().stage(p.id) for p in PROBLEMS] == [0] * len(PROBLEMS)  # default: start at 0
+
+
+def _sections(messages: list[dict[str, str]]) -> tuple[str, str]:
+    head, _, forbidden = messages[-1]["content"].partition("Forbidden techniques")
+    return head.partition("Permitted techniques")[2], forbidden
+
+
+def test_permitted_set_and_prompt_follow_the_stage() -> None:
+    cur = _curriculum(window=1, promote_reward=5.0)
+    p = PROBLEMS[0]
+    first = p.order[0]
+    assert cur.permitted(p.id) == frozenset()
+    permitted, forbidden = _sections(cur.prompt(p.id))
+    assert "none" in permitted and f"- {first.value}:" in forbidden
+    assert cur.record(p.id, [9.0])
+    assert cur.permitted(p.id) == frozenset({first})
+    permitted, forbidden = _sections(cur.prompt(p.id))
+    assert f"- {first.value}:" in permitted and f"- {first.value}:" not in forbidden
+    assert f"- {p.order[1].value}:" in forbidden
+    assert cur.problem(p.id).stage == 1 and cur.problem(p.id).order == p.order
+
+
+def test_visiting_order_is_seeded_and_balanced() -> None:
+    a, b, other = _curriculum(seed=5), _curriculum(seed=5), _curriculum(seed=6)
+    seq = a.next_problems(5 * len(PROBLEMS))
+    assert seq == b.next_problems(5 * len(PROBLEMS))
+    assert seq != other.next_problems(5 * len(PROBLEMS))
+    assert {pid: seq.count(pid) for pid in set(seq)} == {p.id: 5 for p in PROBLEMS}
+    rounds = [seq[i:i + len(PROBLEMS)] for i in range(0, len(seq), len(PROBLEMS))]
+    assert all(sorted(r) == sorted(p.id for p in PROBLEMS) for r in rounds)  # each round visits each once
+    assert len({tuple(r) for r in rounds}) > 1  # and rounds are reshuffled
+    batched = _curriculum(seed=5, problems=list(reversed(PROBLEMS)))  # the input order does not matter
+    assert [pid for _ in range(len(seq) // 4) for pid in batched.next_problems(4)] == seq[:len(seq) // 4 * 4]
+
+
+def _drive(cur: SQDCurriculum, steps: int, first_step: int) -> list[Any]:
+    """A deterministic training stand-in: 2 problems per step with rewards drawn from (problem, step)."""
+    log: list[Any] = []
+    for step in range(first_step, first_step + steps):
+        for pid in cur.next_problems(2):
+            rng = random.Random(f"{pid}:{step}")
+            rewards = [rng.uniform(-2.0, 8.0) for _ in range(4)]
+            log.append((step, pid, cur.record(pid, rewards), cur.stage(pid)))
+        log.append(cur.stats())
+    return log
+
+
+def test_resume_continues_exactly(tmp_path: Path) -> None:
+    params: dict[str, Any] = {"window": 2, "promote_reward": 4.0, "plateau_tol": 0.5}
+    uninterrupted = _curriculum(seed=9, **params)
+    _drive(uninterrupted, 7, 0)  # 14 visits: saved in the middle of a round (6 problems)
+    uninterrupted.save(tmp_path / "sqd.json")
+    resumed = _curriculum(seed=9, **params)
+    resumed.load(tmp_path / "sqd.json")
+    assert resumed.state_dict() == uninterrupted.state_dict()
+    expected = _drive(uninterrupted, 20, 7)
+    assert _drive(resumed, 20, 7) == expected
+    assert uninterrupted.promotions > 0  # the scenario exercises promotion
+    assert _drive(_curriculum(seed=9, **params), 20, 7) != expected  # a fresh start would differ
+
+
+def test_load_refuses_another_curriculum(tmp_path: Path) -> None:
+    saved = _curriculum(seed=1, window=2)
+    _drive(saved, 3, 0)
+    saved.save(tmp_path / "sqd.json")
+    cases = [(_curriculum(seed=1, window=2, problems=make_problems("train", 4, 6)), "only in this run"),
+             (_curriculum(seed=1, window=3), "sqd.window"),
+             (_curriculum(seed=2, window=2), "seed")]
+    for other, reason in cases:
+        before = other.state_dict()
+        with pytest.raises(ConfigError, match="cannot resume") as err:
+            other.load(tmp_path / "sqd.json")
+        assert reason in str(err.value)
+        assert other.state_dict() == before  # a refused load changes nothing
+
+
+def test_load_reports_missing_or_broken_files(tmp_path: Path) -> None:
+    cur = _curriculum()
+    with pytest.raises(DataError, match="no such SQD state"):
+        cur.load(tmp_path / "absent.json")
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(DataError, match="not valid JSON"):
+        cur.load(tmp_path / "bad.json")
+    state = cur.state_dict()
+    state["states"][PROBLEMS[0].id]["stage"] = 9
+    with pytest.raises(ConfigError, match="malformed"):
+        cur.load_state_dict(state)
+
+
+def test_record_rejects_unknown_problems_and_empty_groups() -> None:
+    cur = _curriculum()
+    with pytest.raises(KeyError, match="unknown problem id 'nope'"):
+        cur.record("nope", [1.0])
+    with pytest.raises(ValueError, match="got none"):
+        cur.record(PROBLEMS[0].id, [])
+    with pytest.raises(ValueError, match="finite"):
+        cur.record(PROBLEMS[0].id, [1.0, float("nan")])
+    assert cur.visits(PROBLEMS[0].id) == 0
+
+
+def test_stats_count_problems_per_stage() -> None:
+    cur = _curriculum(window=1, promote_reward=5.0)
+    cur.record(PROBLEMS[0].id, [9.0])
+    cur.record(PROBLEMS[0].id, [9.0])
+    cur.record(PROBLEMS[1].id, [9.0])
+    stats = cur.stats()
+    assert stats["sqd/stage_0"] == len(PROBLEMS) - 2 and stats["sqd/stage_1"] == 1 and stats["sqd/stage_2"] == 1
+    assert sum(stats[f"sqd/stage_{s}"] for s in range(6)) == len(PROBLEMS)
+    assert stats["sqd/mean_stage"] == pytest.approx(3 / len(PROBLEMS))
+    assert stats["sqd/promotions"] == 3
+
+
+def test_problems_are_read_back_from_records(tmp_path: Path) -> None:
+    path = tmp_path / "problems_train.jsonl"
+    write_jsonl(path, [problem_record(p) for p in PROBLEMS])
+    assert read_problems(path) == PROBLEMS
+    rec = problem_record(PROBLEMS[0])
+    lying = Record(rec.family, rec.prompt, rec.completion, rec.answer,
+                   {**rec.metadata, "stage": (PROBLEMS[0].stage + 1) % 6}, rec.provenance)
+    write_jsonl(path, [lying])
+    with pytest.raises(DataError, match="permitted"):
+        read_problems(path)
+    write_jsonl(path, [rec, rec])
+    with pytest.raises(DataError, match="twice"):
+        read_problems(path)

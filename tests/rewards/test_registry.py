@@ -1,0 +1,94 @@
+"""Tests of the REWARDS registry, and one contract test that every registered reward passes.
+
+The contract: called as TRL calls it, a reward returns one finite float per completion, in order, for plain
+string and conversational completions alike, ignores dataset columns it does not know, and logs through
+``log_metric``. A new reward adds its sample batch to ``SAMPLES``.
+
+Run: pytest tests/rewards/test_registry.py
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import hpcrl_core.rewards.registry as registry
+from hpcrl_core.bench.cache import ResultCache
+from hpcrl_core.bench.engine import Engine
+from hpcrl_core.bench.executor import LocalExecutor
+from hpcrl_core.bench.reference import ReferenceTracker
+from hpcrl_core.config import parse_params
+from hpcrl_core.errors import ConfigError
+from hpcrl_core.rewards import REWARDS, RewardContext, get_reward, register_reward
+
+KERNEL = """```c
+void dgemm(int n, const double *A, const double *B, double *C) {
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < n; j++) {
+      double s = 0.0;
+      for (int k = 0; k < n; k++) s += A[i*n + k] * B[k*n + j];
+      C[i*n + j] = s + 0.0 * 7;
+    }
+}
+```"""
+
+# name -> (completion texts, dataset columns the reward needs); texts 0 and 1 are the same answer
+SAMPLES: dict[str, tuple[list[str], dict[str, list[Any]]]] = {
+    "dgemm_gflops": ([KERNEL, KERNEL, "I cannot write C."], {"permitted": [[], [], ["openmp"]]}),
+}
+
+
+@pytest.fixture(scope="module")
+def executor(engine: Engine, cores: tuple[int, ...], tmp_path_factory: pytest.TempPathFactory
+             ) -> Iterator[LocalExecutor]:
+    cache = ResultCache(Path(tmp_path_factory.mktemp("reward-cache")) / "results.sqlite")
+    with LocalExecutor(engine, cache, cores=cores, cores_per_slot=1) as ex:
+        yield ex
+
+
+def test_get_reward_unknown_name_lists_known_ones() -> None:
+    with pytest.raises(ConfigError, match="unknown reward 'dgemm_flops'.*dgemm_gflops"):
+        get_reward("dgemm_flops")
+
+
+def test_register_reward_adds_and_refuses_a_taken_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(registry, "REWARDS", dict(REWARDS))
+
+    @register_reward("constant")
+    def constant(ctx: RewardContext) -> Any:
+        return lambda completions, **kw: [0.0] * len(completions)
+
+    assert registry.get_reward("constant") is constant
+    with pytest.raises(ValueError, match="registered twice"):
+        register_reward("constant")(constant)
+
+
+def test_every_reward_has_a_contract_sample() -> None:
+    assert set(REWARDS) <= set(SAMPLES), f"add a sample batch to SAMPLES for {sorted(set(REWARDS) - set(SAMPLES))}"
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("name", sorted(REWARDS))
+def test_reward_contract(name: str, executor: LocalExecutor) -> None:
+    params = parse_params({"rl_dgemm": {"bench_n": 64}, "reward": {"mode": "relative", "reference": "naive"}})
+    ref = ReferenceTracker(executor, "naive", params.reward.reference_ttl_s)
+    fn = get_reward(name)(RewardContext(params, executor, ref))
+    texts, columns = SAMPLES[name]
+    # TRL hands chat completions as message lists; the second is the first one, conversational
+    completions: list[Any] = [texts[0], [{"role": "assistant", "content": texts[1]}], *texts[2:]]
+    metrics: dict[str, float] = {}
+    extras: dict[str, list[Any]] = {}
+    rewards = fn(prompts=["p"] * len(texts), completions=completions, completion_ids=[[1]] * len(texts),
+                 trainer_state=None, log_metric=metrics.__setitem__, log_extra=extras.__setitem__,
+                 unknown_column=["x"] * len(texts), **columns)
+    assert fn.__name__ == name
+    assert len(rewards) == len(texts)
+    assert all(isinstance(r, float) and math.isfinite(r) for r in rewards)
+    assert rewards[0] == rewards[1], "the same answer as a string and as a message must score the same"
+    assert rewards[2] < rewards[0], "a non-answer must score below a correct kernel (order kept)"
+    assert metrics and all(isinstance(v, float) and math.isfinite(v) for v in metrics.values())
+    assert all(len(v) == len(texts) for v in extras.values())
