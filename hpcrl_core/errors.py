@@ -36,3 +36,7 @@ class BenchInfraError(HPCRLError):
 
 class DataError(HPCRLError):
     """Input data is missing or malformed. The message names the file, the record and the field."""
+
+
+class TrackingInfraError(HPCRLError):
+    """The tracking store or server failed (unreachable, locked, timed out). Retryable; never the inputs' fault."""
