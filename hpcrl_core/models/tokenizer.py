@@ -32,6 +32,7 @@ Test: ``pytest tests/models/test_tokenizer.py``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
@@ -138,6 +139,15 @@ def save_tokenizer(tok: PreTrainedTokenizerBase, path: Path) -> None:
     tok.save_pretrained(str(path))
 
 
+def _own_tokenizer(path: Path) -> bool:
+    """Whether ``path`` holds a tokenizer saved by ``save_tokenizer`` (a plain tokenizers-backed class)."""
+    try:
+        config = json.loads((path / "tokenizer_config.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return config.get("tokenizer_class") in ("TokenizersBackend", "PreTrainedTokenizerFast")
+
+
 def load_tokenizer(path: Path, key: str = "model.tokenizer.path") -> PreTrainedTokenizerBase:
     """Load a tokenizer saved by ``save_tokenizer`` (or any local transformers tokenizer folder); never the hub.
 
@@ -152,7 +162,13 @@ def load_tokenizer(path: Path, key: str = "model.tokenizer.path") -> PreTrainedT
         raise ConfigError(f"{key}: the tokenizer folder {path} does not exist; give a folder written by "
                           f"save_tokenizer (e.g. checkpoints/sft/tokenizer) or set {key}: null to train one on data/")
     try:
-        tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        if _own_tokenizer(path):
+            # Ours: load tokenizer.json exactly as saved. AutoTokenizer would pick the tokenizer class of the model
+            # type in a config.json next to it (a checkpoint folder: Qwen2Tokenizer), which rebuilds the
+            # pre-tokenizer with its own regex and so tokenizes every text differently from training.
+            tok = PreTrainedTokenizerFast.from_pretrained(str(path), local_files_only=True)
+        else:
+            tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
     except (OSError, ValueError) as err:
         raise ConfigError(f"{key}: {path} holds no loadable tokenizer ({err}); expected tokenizer.json and "
                           f"tokenizer_config.json as written by save_tokenizer") from None

@@ -86,6 +86,24 @@ def test_save_and_load_round_trip(tmp_path: Path) -> None:
     assert back.decode(back(AWKWARD[2])["input_ids"]) == AWKWARD[2]
 
 
+def test_tokenizer_saved_next_to_a_model_loads_as_saved(tmp_path: Path) -> None:
+    """A checkpoint folder holds the model's config.json (model_type qwen2) next to the tokenizer; loading must not
+    switch to Qwen2's own tokenizer class, whose pre-tokenizer splits text differently from the trained one."""
+    from hpcrl_core.models.saved import load_saved_policy
+    from hpcrl_core.models.tiny import build_tiny_model
+    from tests.models import TINY
+
+    tok = sample_tokenizer()
+    folder = tmp_path / "final"
+    build_tiny_model(TINY, tok, seed=1).save_pretrained(str(folder))
+    save_tokenizer(tok, folder)
+    _, back = load_saved_policy(folder)
+    for text in (dgemm_records()[0].response, *AWKWARD):
+        assert back(text)["input_ids"] == tok(text)["input_ids"]
+    assert load_tokenizer(folder)("    for (int i = 0; i < n; i++)\n")["input_ids"] == \
+        tok("    for (int i = 0; i < n; i++)\n")["input_ids"]
+
+
 def test_load_of_a_missing_tokenizer_names_the_path_and_key(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"model\.tokenizer\.path.*nowhere"):
         load_tokenizer(tmp_path / "nowhere")
