@@ -1,6 +1,8 @@
 # hpcrl: `make run` (main job on embedded defaults) and `make test` (tests) are all a fresh machine needs.
 # Both call `make setup`, which installs system packages that are missing and creates or updates .venv
 # (quick when nothing changed: the venv stamp is keyed on pyproject.toml).
+# `make serve` starts a local Prefect server (127.0.0.1:$(SERVE_PORT), default 4200) and a process worker in the
+# background with the `train-dgemm` deployment; `make stop` stops them. See docs/orchestration.md.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -16,7 +18,7 @@ export DVC_NO_ANALYTICS := 1
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: setup system-deps run test test-slow lint bench clean
+.PHONY: setup system-deps run ladder test test-slow lint bench clean
 
 setup: system-deps $(STAMP)
 
@@ -38,7 +40,12 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e ".[dev]"
 	rm -f $(VENV)/.stamp-* && touch $@
 
+# The DGEMM chain on embedded defaults: prepare -> sft -> rl_dgemm -> evaluate_dgemm (DVC skips what did not
+# change) -> register in MLflow; ends with a summary table. `hpcrl bench --ladder --reference` alone: make ladder.
 run: setup
+	$(PY) -m flows.train_dgemm
+
+ladder: setup
 	$(VENV)/bin/hpcrl bench --ladder --reference
 
 test: setup
@@ -56,3 +63,15 @@ bench: setup
 
 clean:
 	rm -rf .hpcrl .pytest_cache .mypy_cache .ruff_cache
+
+# Local Prefect server + worker for the hpcrl-local pool, then the train-dgemm deployment; pids and logs in
+# .prefect/serve/. Running it again starts nothing twice. Another port: make serve SERVE_PORT=4201
+SERVE_PORT ?= 4200
+.PHONY: serve stop
+
+serve: setup
+	$(PY) -m flows.serve start --port $(SERVE_PORT)
+
+# Stops the worker (and flow runs it started), then the server.
+stop:
+	@if [ -x $(PY) ]; then $(PY) -m flows.serve stop; else echo "no $(VENV): nothing to stop"; fi

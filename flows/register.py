@@ -32,6 +32,13 @@ def register(model_dir: str = "checkpoints/rl_dgemm/final", report: str = "repor
     evaluation = read_report(Path(report))
     tracking.check_model_dir(Path(model_dir))
     data_hash = tracking.data_hash(Path(data_dir))
+    same = tracking.find_version(name, "model_hash", tracking.model_hash(Path(model_dir)))
+    if same is not None:  # a rerun of the pipeline with an unchanged model must not add a version
+        get_run_logger().info("register: %s is already %s v%d [%s]; nothing registered", model_dir, name,
+                              same.version, ", ".join(same.aliases))
+        champion = tracking.get_alias(name, tracking.CHAMPION)
+        return {"name": name, "version": same.version, "aliases": list(same.aliases), "promoted": False,
+                "champion_version": champion.version if champion else None, "already_registered": True}
     tags = {"prefect_flow_run_id": str(runtime.flow_run.id or "")}
     new = register_version(Path(model_dir), evaluation, data_hash, name, tags)
     set_alias(name, tracking.CHALLENGER, new.version)
@@ -41,7 +48,7 @@ def register(model_dir: str = "checkpoints/rl_dgemm/final", report: str = "repor
                           ", ".join(final.aliases), tracking.GFLOPS_KEY, new.metrics[tracking.GFLOPS_KEY],
                           tracking.VERIFIED_KEY, new.metrics[tracking.VERIFIED_KEY], _outcome(promotion))
     return {"name": name, "version": final.version, "aliases": list(final.aliases), "promoted": promotion.promoted,
-            "champion_version": promotion.champion_version}
+            "champion_version": promotion.champion_version, "already_registered": False}
 
 
 def _outcome(promotion: tracking.Promotion) -> str:

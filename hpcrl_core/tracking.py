@@ -336,7 +336,8 @@ def register_model_version(model_dir: Path, report: Mapping[str, Any], data_hash
     kind = check_model_dir(model_dir)
     metrics = report_metrics(report)
     uri = _resolve_uri(tracking_uri)
-    version_tags = {"git_commit": git_commit(), "data_hash": data_hash, "model_kind": kind, **(tags or {})}
+    version_tags = {"git_commit": git_commit(), "data_hash": data_hash, "model_kind": kind,
+                    "model_hash": model_hash(model_dir), **(tags or {})}
     params = {"model_dir": str(model_dir), "registered_model": name}
     with _infra_faults(f"registering {model_dir} as {name}", uri), \
             stage_run("register", params=params, tags=version_tags, tracking_uri=uri) as run:
@@ -351,6 +352,32 @@ def register_model_version(model_dir: Path, report: Mapping[str, Any], data_hash
                                          run_id=run.info.run_id, tags=version_tags)
     return ModelVersionInfo(name=name, version=int(mv.version), run_id=run.info.run_id, source=mv.source,
                             tags=version_tags, metrics=metrics)
+
+
+def model_hash(model_dir: Path) -> str:
+    """sha256 over a model folder's files (relative path + bytes, sorted): the same weights give the same hash."""
+    h = hashlib.sha256()
+    for path in sorted(p for p in model_dir.rglob("*") if p.is_file()):
+        h.update(str(path.relative_to(model_dir)).encode() + b"\0")
+        with path.open("rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+    return "sha256:" + h.hexdigest()
+
+
+def find_version(name: str, tag: str, value: str, tracking_uri: str | None = None) -> ModelVersionInfo | None:
+    """The newest version of ``name`` whose tag ``tag`` equals ``value``; None when none (or no such model).
+
+    Raises:
+        TrackingInfraError: the store failed.
+    """
+    uri = _resolve_uri(tracking_uri)
+    with _infra_faults(f"searching versions of {name}", uri):
+        client = _client(uri)
+        found = [mv for mv in client.search_model_versions(f"name='{name}'") if (mv.tags or {}).get(tag) == value]
+        if not found:
+            return None
+        return _version_info(client, max(found, key=lambda mv: int(mv.version)))
 
 
 def get_version(name: str, version: int, tracking_uri: str | None = None) -> ModelVersionInfo:

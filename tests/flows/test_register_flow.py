@@ -59,10 +59,13 @@ def test_register_keeps_the_better_model_as_champion(tmp_path: Path, store: str,
 
     first = register(model(tmp_path / "m1"), report(tmp_path / "r1.json", 10.0, 0.80), "data")
     assert first == {"name": "hpcrl-dgemm", "version": 1, "aliases": ["challenger", "champion"], "promoted": True,
-                     "champion_version": 1}
+                     "champion_version": 1, "already_registered": False}
+    # the pipeline reruns with an unchanged model: no second version of the same weights
+    again = register(str(tmp_path / "m1"), str(tmp_path / "r1.json"), "data")
+    assert again["version"] == 1 and again["already_registered"] and not again["promoted"]
     worse = register(model(tmp_path / "m2"), report(tmp_path / "r2.json", 8.0, 0.90), "data")
     assert worse == {"name": "hpcrl-dgemm", "version": 2, "aliases": ["challenger"], "promoted": False,
-                     "champion_version": 1}
+                     "champion_version": 1, "already_registered": False}
     # the command line DVC runs; faster, and a verified rate within 0.05 of the champion's
     assert main(["--model", model(tmp_path / "m3"), "--report", report(tmp_path / "r3.json", 12.0, 0.76)]) == 0
     client = mlflow.MlflowClient(store)

@@ -1,0 +1,166 @@
+"""The ``train-dgemm`` pipeline: prepare → sft → rl_dgemm → evaluate_dgemm through ``dvc repro <stage>`` (DVC skips
+stages whose inputs did not change), then the ``register`` flow as a subflow; ends with a summary table (stages
+ran / skipped and their seconds, SFT vs RL verified rate, median / best GFLOPS, WinRate, registered version).
+
+Run: ``python -m flows.train_dgemm [--stages prepare sft ...] [--no-register] [--repo-root PATH]``; as a
+deployment: ``make serve`` then ``prefect deployment run 'train-dgemm/train-dgemm'`` (docs/orchestration.md).
+Test: ``pytest tests/flows/test_train_dgemm_flow.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import yaml
+from prefect import flow, get_run_logger
+
+from hpcrl_core.errors import ConfigError
+from hpcrl_core.runtime_env import ROOT
+from tasks.pipeline import repro_stage
+
+DEFAULT_STAGES = ("prepare", "sft", "rl_dgemm", "evaluate_dgemm")
+REPORTS = {"sft": "reports/sft.json", "rl": "reports/eval_dgemm.json"}
+# Prefect validates parameters with a pydantic model whose `register` field shadows the ABC method: harmless.
+warnings.filterwarnings("ignore", message='Field name "register"', category=UserWarning)
+# headline rows: label -> names a report's leaf key may carry (the first match wins)
+HEADLINE = {"verified rate": ("verified_rate",), "median GFLOPS": ("gflops_median", "median_gflops"),
+            "best GFLOPS": ("gflops_max", "best_gflops", "max_gflops")}
+
+
+@flow(name="train-dgemm")
+def train_dgemm(stages: tuple[str, ...] = DEFAULT_STAGES, register: bool = True, repo_root: str = str(ROOT)) -> dict:
+    """Run the DGEMM pipeline's DVC stages in order, then register the model; returns the summary.
+
+    Args:
+        stages: DVC stages to reproduce, in order (each with the upstream stages DVC finds changed).
+        register: run the ``register`` flow after the stages.
+        repo_root: the repository holding ``dvc.yaml`` (default: this checkout).
+
+    Returns:
+        ``{"repo_root", "stages": [{stage, status, seconds, ran, skipped}], "register": dict | None,
+        "reports": {"sft": {...}, "rl": {...}}}``.
+    """
+    root = Path(repo_root).resolve()
+    check_stages(root, stages)
+    results = [asdict(repro_stage(stage, str(root))) for stage in stages]
+    registered = _register(root) if register else None
+    summary = {"repo_root": str(root), "stages": results, "register": registered, "reports": read_reports(root)}
+    get_run_logger().info("train-dgemm summary\n%s", format_summary(summary))
+    return summary
+
+
+def check_stages(root: Path, stages: tuple[str, ...]) -> None:
+    """Fail before running anything when a stage is not in ``dvc.yaml`` (stages of other dvc.yaml files pass)."""
+    try:
+        known = list((yaml.safe_load((root / "dvc.yaml").read_text()) or {}).get("stages", {}))
+    except OSError as exc:
+        raise ConfigError(f"no dvc.yaml in {root}: {exc}",
+                          [f"repo_root: received {root}; allowed: a repository holding dvc.yaml"]) from exc
+    unknown = [s for s in stages if ":" not in s and s not in known]
+    if unknown:
+        raise ConfigError(f"stages not in {root / 'dvc.yaml'}", [f"stages: received {s!r}; allowed: {', '.join(known)}"
+                                                                  for s in unknown])
+
+
+def _register(root: Path) -> dict[str, Any]:
+    # Imported here: the register flow (and MLflow behind it) is only needed when registering.
+    from flows.register import register
+
+    return register(model_dir=str(root / "checkpoints/rl_dgemm/final"), report=str(root / REPORTS["rl"]),
+                    data_dir=str(root / "data"))
+
+
+def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
+    """Scalar leaves of a JSON report as ``a.b.c -> value`` (``meta`` sections left out)."""
+    if isinstance(node, dict):
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key != "meta":
+                out.update(_flatten(value, f"{prefix}{key}."))
+        return out
+    return {} if isinstance(node, list) else {prefix.rstrip("."): node}
+
+
+def read_reports(root: Path) -> dict[str, dict[str, Any]]:
+    """Each report's path, whether it exists, and its scalar metrics (a missing or unreadable file is noted)."""
+    out: dict[str, dict[str, Any]] = {}
+    for key, rel in REPORTS.items():
+        path = root / rel
+        entry: dict[str, Any] = {"path": rel, "found": path.is_file(), "metrics": {}}
+        if entry["found"]:
+            try:
+                entry["metrics"] = _flatten(json.loads(path.read_text()))
+            except (OSError, ValueError) as exc:
+                entry["error"] = f"unreadable: {exc}"
+        out[key] = entry
+    return out
+
+
+def _pick(metrics: dict[str, Any], names: tuple[str, ...], want_sft: bool | None) -> Any:
+    """The first leaf named one of ``names``; ``want_sft`` True/False: only paths that do / don't mention sft."""
+    for path, value in metrics.items():
+        parts = path.lower().split(".")
+        if any(n in parts[-1] for n in names) and (want_sft is None or ("sft" in parts[:-1]) == want_sft):
+            return value
+    return None
+
+
+def headline(reports: dict[str, dict[str, Any]]) -> list[tuple[str, Any, Any]]:
+    """Rows (label, SFT, RL): RL from the evaluation report; SFT from its ``sft`` part, else ``reports/sft.json``."""
+    sft, rl = reports["sft"]["metrics"], reports["rl"]["metrics"]
+    rows = []
+    for label, names in {**HEADLINE, "WinRate vs SFT": ("winrate", "win_rate")}.items():
+        sft_value = _pick(rl, names, True)
+        sft_value = _pick(sft, names, None) if sft_value is None and "WinRate" not in label else sft_value
+        rows.append((label, sft_value, _pick(rl, names, False)))
+    return rows
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    """A plain-text table of the run: stages, headline metrics, registration, every report metric."""
+    lines = [f"train-dgemm in {summary['repo_root']}", f"  {'stage':<18}{'result':<10}{'seconds':>9}"]
+    lines += [f"  {s['stage']:<18}{s['status']:<10}{s['seconds']:>9.1f}" for s in summary["stages"]]
+    reports = summary["reports"]
+    lines += ["", f"  {'metric':<18}{'SFT':>12}{'RL':>12}"]
+    lines += [f"  {label:<18}{_fmt(a):>12}{_fmt(b):>12}" for label, a, b in headline(reports)]
+    reg = summary["register"]
+    if reg is None:
+        lines.append("\n  registry: not asked (--no-register)")
+    else:
+        lines.append(f"\n  registry: {reg.get('name')} version {reg.get('version')}, aliases "
+                     f"{', '.join(reg.get('aliases') or []) or '-'}; promoted to champion: "
+                     f"{'yes' if reg.get('promoted') else 'no'} (champion version {reg.get('champion_version')})")
+    for entry in reports.values():
+        if not entry["found"]:
+            lines.append(f"\n  {entry['path']}: missing (its stage has not run here)")
+            continue
+        lines.append(f"\n  {entry['path']}: {entry.get('error', '')}")
+        lines += [f"    {k} = {_fmt(v)}" for k, v in entry["metrics"].items()]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--stages", nargs="+", default=list(DEFAULT_STAGES), help="DVC stages to run, in order")
+    ap.add_argument("--no-register", dest="register", action="store_false", help="skip the register flow")
+    ap.add_argument("--repo-root", default=str(ROOT), help="repository holding dvc.yaml")
+    a = ap.parse_args(argv)
+    summary = train_dgemm(tuple(a.stages), a.register, a.repo_root)
+    print(format_summary(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,177 @@
+"""The train-dgemm pipeline flow on a real Prefect engine (test harness) against a real git + DVC repository in
+tmp_path with tiny stages: DVC's skip-if-unchanged shows through, a failing stage stops the pipeline with its output
+tail, the register subflow is called (substituted here) and the summary reads whatever reports exist.
+
+Run: pytest tests/flows/test_train_dgemm_flow.py
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import subprocess
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+# Prefect's parameter model warns that the flow's `register` parameter shadows pydantic's ABC `register`: harmless.
+pytestmark = pytest.mark.filterwarnings(r"ignore:Field name \"register\":UserWarning")
+
+STEP = '''\
+import sys
+from pathlib import Path
+
+import yaml
+
+name = sys.argv[1]
+params = yaml.safe_load(Path("params.yaml").read_text())
+if name == "first":
+    print("first: writing", params["first"]["value"])
+    Path("first.txt").write_text(str(params["first"]["value"]))
+elif name == "second":
+    Path("second.txt").write_text(str(int(Path("first.txt").read_text()) * params["second"]["factor"]))
+else:
+    with open("attempts.log", "a") as f:
+        f.write("attempt\\n")
+    for i in range(60):
+        print(f"noise {i}")
+    print("boom-marker: the stage failed on purpose")
+    sys.exit(3)
+'''
+
+
+def make_dvc_repo(root: Path) -> Path:
+    """A git + DVC repository with stages first -> second (params first.value, second.factor) and broken."""
+    root.mkdir(parents=True)
+    (root / "step.py").write_text(STEP)
+    (root / "params.yaml").write_text(yaml.safe_dump({"first": {"value": 3}, "second": {"factor": 2}}))
+    py = f'"{sys.executable}" step.py'
+    stages = {
+        "first": {"cmd": f"{py} first", "deps": ["step.py"], "params": ["first.value"], "outs": ["first.txt"]},
+        "second": {"cmd": f"{py} second", "deps": ["step.py", "first.txt"], "params": ["second.factor"],
+                   "outs": ["second.txt"]},
+        "broken": {"cmd": f"{py} broken", "deps": ["step.py"]},
+    }
+    (root / "dvc.yaml").write_text(yaml.safe_dump({"stages": stages}, sort_keys=False))
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    subprocess.run([sys.executable, "-m", "dvc", "init", "-q"], cwd=root, check=True)
+    return root
+
+
+def set_param(root: Path, section: str, key: str, value: int) -> None:
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params[section][key] = value
+    (root / "params.yaml").write_text(yaml.safe_dump(params))
+
+
+def statuses(summary: dict[str, Any]) -> dict[str, str]:
+    return {s["stage"]: s["status"] for s in summary["stages"]}
+
+
+@pytest.fixture
+def fake_register(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, str]]:
+    """Replace flows.register (another issue's flow) by a subflow that records its arguments."""
+    from prefect import flow
+
+    calls: list[dict[str, str]] = []
+
+    @flow(name="register")
+    def register(model_dir: str, report: str, data_dir: str) -> dict:
+        calls.append({"model_dir": model_dir, "report": report, "data_dir": data_dir})
+        return {"name": "hpcrl-dgemm", "version": "7", "aliases": ["challenger"], "promoted": False,
+                "champion_version": "5"}
+
+    module = types.ModuleType("flows.register")
+    module.register = register  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "flows.register", module)
+    return calls
+
+
+def test_pipeline_runs_skips_reruns_and_stops_at_a_failing_stage(tmp_path: Path,
+                                                                  fake_register: list[dict[str, str]]) -> None:
+    from prefect.testing.utilities import prefect_test_harness
+
+    from flows.train_dgemm import format_summary, train_dgemm
+    from hpcrl_core.errors import ConfigError
+    from tasks.pipeline import StageError
+
+    repo = make_dvc_repo(tmp_path / "repo")
+    stages = ("first", "second")
+    with prefect_test_harness(server_startup_timeout=120):
+        with pytest.raises(ConfigError, match=r"received 'rl_dgemm'; allowed: first, second, broken"):
+            train_dgemm(("first", "rl_dgemm"), True, str(repo))  # checked before anything runs
+        assert not (repo / "first.txt").exists()
+        first = train_dgemm(stages, True, str(repo))
+        again = train_dgemm(stages, False, str(repo))
+        set_param(repo, "first", "value", 5)  # first changes, and so does second's input
+        changed = train_dgemm(stages, False, str(repo))
+        set_param(repo, "second", "factor", 10)  # only second depends on it
+        second_only = train_dgemm(stages, False, str(repo))
+        set_param(repo, "second", "factor", 100)
+        with pytest.raises(StageError) as failure:
+            train_dgemm(("first", "broken", "second"), True, str(repo))
+    assert statuses(first) == {"first": "ran", "second": "ran"}
+    assert statuses(again) == {"first": "skipped", "second": "skipped"}
+    assert statuses(changed) == {"first": "ran", "second": "ran"}
+    assert statuses(second_only) == {"first": "skipped", "second": "ran"}
+    assert all(s["seconds"] > 0 for s in first["stages"])
+    assert (repo / "second.txt").read_text() == "50"  # not 500: second did not run after the failure
+    err = failure.value
+    assert err.stage == "broken" and err.returncode != 0
+    assert "boom-marker: the stage failed on purpose" in str(err) and "noise 59" in str(err)
+    assert "noise 0\n" not in str(err)  # a tail, not the whole output
+    assert (repo / "attempts.log").read_text().count("attempt") == 1  # a deterministic failure is not retried
+    assert len(fake_register) == 1 and fake_register[0]["model_dir"] == str(repo / "checkpoints/rl_dgemm/final")
+    assert first["register"]["version"] == "7" and again["register"] is None
+    table = format_summary(first)
+    assert "version 7" in table and "challenger" in table and "reports/eval_dgemm.json: missing" in table
+
+
+def test_summary_reads_reports_and_says_what_is_missing(tmp_path: Path) -> None:
+    from flows.train_dgemm import format_summary, headline, read_reports
+
+    (tmp_path / "reports").mkdir()
+    sft = {"dgemm": {"verified_rate": 0.25, "gflops_median": 3.5, "gflops_max": 9.0}, "race": {"f1": 0.5},
+           "meta": {"model_dir": "x"}}
+    (tmp_path / "reports" / "sft.json").write_text(json.dumps(sft))
+    reports = read_reports(tmp_path)
+    assert reports["sft"]["metrics"]["race.f1"] == 0.5 and "meta.model_dir" not in reports["sft"]["metrics"]
+    assert not reports["rl"]["found"]
+    summary = {"repo_root": str(tmp_path), "stages": [], "register": None, "reports": reports}
+    text = format_summary(summary)
+    assert "reports/eval_dgemm.json: missing" in text and "race.f1 = 0.500" in text
+    rl = {"sft": {"verified_rate": 0.3, "gflops_median": 4.0}, "rl": {"verified_rate": 0.6, "gflops_median": 8.0,
+                                                                     "gflops_max": 20.0}, "winrate_vs_sft": 0.7}
+    (tmp_path / "reports" / "eval_dgemm.json").write_text(json.dumps(rl))
+    rows = {label: (a, b) for label, a, b in headline(read_reports(tmp_path))}
+    # SFT comes from the evaluation's own sft part when it has one (same problems), else from reports/sft.json
+    assert rows == {"verified rate": (0.3, 0.6), "median GFLOPS": (4.0, 8.0), "best GFLOPS": (9.0, 20.0),
+                    "WinRate vs SFT": (None, 0.7)}
+    (tmp_path / "reports" / "eval_dgemm.json").write_text("{not json")
+    assert "unreadable" in format_summary({**summary, "reports": read_reports(tmp_path)})
+
+
+def test_lock_contention_is_a_retryable_stage_error(tmp_path: Path) -> None:
+    import zc.lockfile
+    from prefect.states import Failed
+
+    from tasks.pipeline import StageError, StageLockedError, _retry_if_locked, run_dvc_stage
+
+    repo = make_dvc_repo(tmp_path / "repo")
+    (repo / ".dvc" / "tmp").mkdir(exist_ok=True)
+    lock = zc.lockfile.LockFile(str(repo / ".dvc" / "tmp" / "lock"))  # what a concurrent `dvc repro` holds
+    try:
+        with pytest.raises(StageLockedError) as locked:
+            run_dvc_stage("first", repo, on_line=lambda line: None)
+    finally:
+        lock.close()
+    assert not (repo / "first.txt").exists()
+    copy = pickle.loads(pickle.dumps(locked.value))
+    assert isinstance(copy, StageLockedError) and str(copy) == str(locked.value)
+    assert _retry_if_locked(None, None, Failed(data=locked.value))
+    assert not _retry_if_locked(None, None, Failed(data=StageError("broken", 3, 1.0, ["boom"], repo)))
+    assert run_dvc_stage("first", repo, on_line=lambda line: None).status == "ran"  # lock gone: runs
