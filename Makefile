@@ -18,7 +18,7 @@ export DVC_NO_ANALYTICS := 1
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: setup system-deps run ladder test test-slow lint bench clean
+.PHONY: setup system-deps run ladder test test-slow lint bench bench-rl clean
 
 setup: system-deps $(STAMP)
 
@@ -60,6 +60,10 @@ lint: setup
 
 bench: setup
 	$(PY) benchmarks/bench_throughput.py
+
+# RL step time and reward-wait share (needs checkpoints/sft: dvc repro sft).
+bench-rl: setup
+	$(PY) benchmarks/bench_rl_step.py
 
 clean:
 	rm -rf .hpcrl .pytest_cache .mypy_cache .ruff_cache

@@ -71,6 +71,9 @@ def sft_config(sp: SFTParams, output_dir: Path, report_to: list[str], has_eval: 
         "use_cpu": not cuda, "bf16": cuda and torch.cuda.is_bf16_supported(),
         "activation_checkpointing": False,  # the tiny model's activations are small; recomputing them only costs time
         "dataloader_num_workers": 0, "dataloader_pin_memory": cuda,  # data are tokenized up front; 2-core hosts
+        # Batches of similar length: the families' records range from ~10 to ~450 tokens, and random batches
+        # spent most of their compute on padding (about 2.5x slower per epoch on the default data).
+        "train_sampling_strategy": "group_by_length",
     }
     options.update(sp.trl)
     try:

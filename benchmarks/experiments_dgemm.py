@@ -1,0 +1,126 @@
+"""The DGEMM experiments of docs/experiments.md: GRPO (GFLOPS reward) vs the SFT baseline, and GRPO + SQD vs GRPO
+without SQD, over several seeds, from one SFT policy.
+
+For each variant and seed: ``run_rl`` from the SFT policy into ``experiments/dgemm/<variant>-s<seed>/`` (resumed
+if it was interrupted), then the held-out evaluation of SFT and that RL policy (``evaluate_dgemm``: same problems,
+same k, same temperature). Per variant it reports the mean and spread (population std over seeds) of the RL
+verified rate, median GFLOPS of verified kernels, its ratio to SFT's, the best GFLOPS and WinRate vs SFT.
+Variants: ``sqd`` = params.yaml as is; ``nosqd`` = ``rl_dgemm.sqd.enabled: false`` (problems keep their
+generated stage).
+
+Prints the table and writes it to docs/experiments.md (between markers), with every run's figures in
+``experiments/dgemm/results.json``.
+
+Run: ``.venv/bin/python benchmarks/experiments_dgemm.py [--seeds 1 2 3] [--variants sqd nosqd] [--steps N]``
+(needs ``dvc repro sft``; each run takes rl_dgemm.max_steps RL steps plus one evaluation).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from hpcrl_core.config import Params, Settings, load_params  # noqa: E402
+from hpcrl_core.evaluation.dgemm_eval import evaluate_dgemm, write_json  # noqa: E402
+from hpcrl_core.training.rl import run_rl  # noqa: E402
+
+DOC = ROOT / "docs" / "experiments.md"
+MARK_BEGIN, MARK_END = "<!-- experiments_dgemm:begin -->", "<!-- experiments_dgemm:end -->"
+KEYS = ("verified_rate", "gflops_median", "gflops_best", "best_vs_numpy")
+
+
+def variant_params(params: Params, variant: str, seed: int, steps: int | None) -> Params:
+    rp = params.rl_dgemm
+    update: dict[str, Any] = {"seed": seed}
+    if steps:
+        update["max_steps"] = steps
+    if variant == "nosqd":
+        update["sqd"] = rp.sqd.model_copy(update={"enabled": False})
+    elif variant != "sqd":
+        raise SystemExit(f"unknown variant {variant!r}; allowed: sqd, nosqd")
+    return params.model_copy(update={"rl_dgemm": rp.model_copy(update=update)})
+
+
+def one_run(params: Params, variant: str, seed: int, out: Path, data: Path, sft: Path,
+            steps: int | None) -> dict[str, Any]:
+    folder = out / f"{variant}-s{seed}"
+    report_path = folder / "eval_dgemm.json"
+    if report_path.is_file():  # finished earlier: reuse (delete the folder to redo it)
+        return json.loads(report_path.read_text())
+    p = variant_params(params, variant, seed, steps)
+    trained = run_rl(p, data, sft, folder / "rl", report_to=[], settings=Settings())
+    report, rows = evaluate_dgemm({"sft": sft, "rl": Path(trained["final_dir"])}, data, p, Settings(),
+                                  progress=print)
+    report["meta"]["rl_run"] = {k: v for k, v in trained.items() if isinstance(v, int | float | str)}
+    write_json(rows, folder / "eval_dgemm_samples.json")
+    write_json(report, report_path)
+    return report
+
+
+def _spread(values: list[float]) -> str:
+    if not values:
+        return "–"
+    mean = statistics.fmean(values)
+    sd = statistics.pstdev(values) if len(values) > 1 else 0.0
+    return f"{mean:.3g} ± {sd:.2g}"
+
+
+def table(results: dict[str, list[dict[str, Any]]]) -> list[str]:
+    lines = ["| variant | seeds | RL verified | SFT verified | RL median GFLOPS | RL/SFT median | RL best GFLOPS "
+             "| WinRate vs SFT |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for variant, reports in results.items():
+        rl = [r["rl"] for r in reports]
+        sft = [r["sft"] for r in reports]
+        ratio = [a["gflops_median"] / b["gflops_median"] for a, b in zip(rl, sft, strict=True)
+                 if b["gflops_median"] > 0]
+        lines.append(f"| {variant} | {len(reports)} | {_spread([x['verified_rate'] for x in rl])} | "
+                     f"{_spread([x['verified_rate'] for x in sft])} | {_spread([x['gflops_median'] for x in rl])} | "
+                     f"{_spread(ratio)} | {_spread([x['gflops_best'] for x in rl])} | "
+                     f"{_spread([x['winrate_vs_sft'] for x in rl])} |")
+    return lines
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    ap.add_argument("--variants", nargs="+", default=["sqd", "nosqd"])
+    ap.add_argument("--steps", type=int, default=None, help="override rl_dgemm.max_steps")
+    ap.add_argument("--params", default=str(ROOT / "params.yaml"))
+    ap.add_argument("--data", default=str(ROOT / "data"))
+    ap.add_argument("--sft", default=str(ROOT / "checkpoints" / "sft" / "final"))
+    ap.add_argument("--out", default=str(ROOT / "experiments" / "dgemm"))
+    ap.add_argument("--no-write", action="store_true")
+    a = ap.parse_args()
+    params, out = load_params(a.params), Path(a.out)
+    results: dict[str, list[dict[str, Any]]] = {}
+    for variant in a.variants:
+        for seed in a.seeds:
+            print(f"== {variant} seed {seed}")
+            results.setdefault(variant, []).append(
+                one_run(params, variant, seed, out, Path(a.data), Path(a.sft), a.steps))
+    write_json(results, out / "results.json")
+    first = next(iter(results.values()))[0]["meta"]
+    lines = [f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC with `benchmarks/experiments_dgemm.py --seeds "
+             f"{' '.join(map(str, a.seeds))} --variants {' '.join(a.variants)}"
+             f"{f' --steps {a.steps}' if a.steps else ''}`: {first['problems']} held-out problems, k={first['k']}, "
+             f"T={first['temperature']}, n={first['bench_n']}; mean ± std over seeds.", "", *table(results)]
+    print("\n".join(lines))
+    if not a.no_write:
+        body = f"{MARK_BEGIN}\n" + "\n".join(lines) + f"\n{MARK_END}"
+        old = DOC.read_text() if DOC.exists() else "# Experiments\n"
+        new = (old[: old.index(MARK_BEGIN)] + body + old[old.index(MARK_END) + len(MARK_END):]
+               if MARK_BEGIN in old else old.rstrip() + "\n\n" + body + "\n")
+        DOC.write_text(new)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
