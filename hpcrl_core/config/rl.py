@@ -29,7 +29,7 @@ class SQDParams(Section):
     enabled: bool = True  # false: every problem keeps the stage it was generated with (plain GRPO)
     start_stage: int | None = Field(0, ge=0, le=5)  # every problem starts here; null = its generated stage
     max_stage: int = Field(5, ge=0, le=5)
-    window: int = Field(4, ge=1, le=10_000)
+    window: int = Field(2, ge=1, le=10_000)
     promote_reward: float = 5.0  # with reward.mode relative and scale 10: half of numpy's GFLOPS
     plateau_tol: float = Field(0.5, ge=0)
 
@@ -49,18 +49,18 @@ class RLDgemmParams(Section):
 
     seed: int = Field(1234, ge=0, le=2**32 - 1)
     max_steps: int = Field(60, ge=1, le=10_000_000)
-    learning_rate: float = Field(5e-5, gt=0, le=1)
+    learning_rate: float = Field(1e-4, gt=0, le=1)
     lr_scheduler_type: LrScheduler = "constant"
     warmup_ratio: float = Field(0.0, ge=0, lt=1)
     per_device_train_batch_size: int = Field(8, ge=1, le=4096)  # completions per step
     num_generations: int = Field(8, ge=2, le=1024)  # G: completions per problem (one group)
     gradient_accumulation_steps: int = Field(1, ge=1, le=4096)
-    temperature: float = Field(0.8, gt=0, le=5)
+    temperature: float = Field(0.6, gt=0, le=5)
     beta: float = Field(0.02, ge=0, le=100)  # KL coefficient against the frozen SFT model
     loss_type: str = "dapo"  # one of TRL GRPOConfig's loss types (checked against the installed TRL)
     max_completion_length: int = Field(512, ge=8, le=1_048_576)
     bench_n: int = Field(256, ge=16, le=4096)  # completions are verified and timed at this size, short timing
-    problems: int = Field(64, ge=1, le=1_000_000)  # distinct train problems drawn from problems_train.jsonl
+    problems: int = Field(16, ge=1, le=1_000_000)  # distinct train problems drawn from problems_train.jsonl
     rewards: tuple[str, ...] = ("dgemm_gflops",)  # names in hpcrl_core.rewards.REWARDS; summed with equal weight
     save_steps: int = Field(10, ge=1, le=10_000_000)
     save_total_limit: int = Field(2, ge=1, le=1000)

@@ -75,4 +75,4 @@ def test_inconsistent_sizes_are_config_errors(tiny: dict[str, int], needle: str)
 def test_defaults_are_the_measured_small_policy() -> None:
     p = TinyModelParams()
     assert (p.hidden_size, p.num_layers, p.num_heads, p.intermediate_size, p.tie_word_embeddings) == \
-        (256, 4, 4, 768, True)
+        (256, 2, 4, 768, True)
