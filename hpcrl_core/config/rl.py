@@ -48,14 +48,14 @@ class RLDgemmParams(Section):
     """
 
     seed: int = Field(1234, ge=0, le=2**32 - 1)
-    max_steps: int = Field(60, ge=1, le=10_000_000)
-    learning_rate: float = Field(1e-4, gt=0, le=1)
+    max_steps: int = Field(300, ge=1, le=10_000_000)
+    learning_rate: float = Field(2e-5, gt=0, le=1)
     lr_scheduler_type: LrScheduler = "constant"
     warmup_ratio: float = Field(0.0, ge=0, lt=1)
     per_device_train_batch_size: int = Field(8, ge=1, le=4096)  # completions per step
     num_generations: int = Field(8, ge=2, le=1024)  # G: completions per problem (one group)
     gradient_accumulation_steps: int = Field(1, ge=1, le=4096)
-    temperature: float = Field(0.6, gt=0, le=5)
+    temperature: float = Field(1.0, gt=0, le=5)
     beta: float = Field(0.02, ge=0, le=100)  # KL coefficient against the frozen SFT model
     loss_type: str = "dapo"  # one of TRL GRPOConfig's loss types (checked against the installed TRL)
     max_completion_length: int = Field(512, ge=8, le=1_048_576)

@@ -27,7 +27,7 @@ def check_passthrough(options: dict[str, Any], config_cls: type, section: str, o
     """
     fields = {f.name for f in dataclasses.fields(config_cls) if f.init}
     name = config_cls.__name__
-    problems = [f"{section}.trl.{k}: not a {name} option of trl {trl_version()}{_did_you_mean(k, fields)}; the "
+    problems = [f"{section}.trl.{k}: not a field of {name} in trl {trl_version()}{_did_you_mean(k, fields)}; the "
                 f"allowed names are {name}'s fields" for k in options if k not in fields]
     problems += [f"{section}.trl.{k}: owned by the {section} stage; set it through {owned[k]}"
                  for k in options if k in owned]

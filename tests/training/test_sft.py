@@ -98,7 +98,7 @@ def test_max_length_below_longest_record_fails_before_training(data_dir: Path, t
 
 
 def test_trl_passthrough_is_checked_and_applied(data_dir: Path, tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"sft\.trl\.max_grad_nrom: not an SFTConfig option.*max_grad_norm"):
+    with pytest.raises(ConfigError, match=r"sft\.trl\.max_grad_nrom: not a field of SFTConfig.*max_grad_norm"):
         build_sft_trainer(make_params(trl={"max_grad_nrom": 0.5}), data_dir, tmp_path / "a", report_to=[])
     with pytest.raises(ConfigError, match=r"sft\.trl\.learning_rate: owned by the sft stage.*sft\.learning_rate"):
         build_sft_trainer(make_params(trl={"learning_rate": 1.0}), data_dir, tmp_path / "b", report_to=[])
