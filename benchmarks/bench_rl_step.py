@@ -32,11 +32,11 @@ sys.path.insert(0, str(ROOT))
 
 from transformers import TrainerCallback  # noqa: E402
 
+from benchmarks.doc_sections import write_section  # noqa: E402
 from hpcrl_core.config import Settings, load_params  # noqa: E402
 from hpcrl_core.training.rl import build_rl_trainer  # noqa: E402
 
 DOC = ROOT / "docs" / "benchmarks.md"
-MARK_BEGIN, MARK_END = "<!-- bench_rl_step:begin -->", "<!-- bench_rl_step:end -->"
 
 
 class StepTimer(TrainerCallback):  # type: ignore[misc]
@@ -111,18 +111,8 @@ def main() -> int:
     section = "\n".join(lines)
     print(section)
     if not a.no_write:
-        _write(section)
+        write_section(DOC, "bench_rl_step", section, "## RL step", "# Benchmarks")
     return 0
-
-
-def _write(section: str) -> None:
-    body = f"{MARK_BEGIN}\n{section}\n{MARK_END}"
-    old = DOC.read_text() if DOC.exists() else "# Benchmarks\n"
-    if MARK_BEGIN in old:
-        new = old[: old.index(MARK_BEGIN)] + body + old[old.index(MARK_END) + len(MARK_END):]
-    else:
-        new = old.rstrip() + "\n\n## RL step\n\n" + body + "\n"
-    DOC.write_text(new)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.doc_sections import write_section  # noqa: E402
 from hpcrl_core.bench.cache import ResultCache  # noqa: E402
 from hpcrl_core.bench.engine import Engine  # noqa: E402
 from hpcrl_core.bench.executor import LocalExecutor  # noqa: E402
@@ -28,7 +29,6 @@ from hpcrl_core.bench.reference import ladder_kernels, measure_numpy  # noqa: E4
 from hpcrl_core.config import Params, Settings, load_params  # noqa: E402
 
 DOC = ROOT / "docs" / "benchmarks.md"
-MARK_BEGIN, MARK_END = "<!-- bench_throughput:begin -->", "<!-- bench_throughput:end -->"
 
 
 def distinct_kernels(count: int) -> list[str]:
@@ -147,21 +147,10 @@ def main() -> int:
     text = "\n".join([header, "", *table])
     print(text)
     if not a.no_write:
-        _write(text)
+        write_section(DOC, "bench_throughput", text, "## Benchmark engine (`benchmarks/bench_throughput.py`)",
+                      "# Benchmarks\n\nFigures printed by the scripts under `benchmarks/`; each rewrites its own "
+                      "section.")
     return 0
-
-
-def _write(section: str) -> None:
-    body = f"{MARK_BEGIN}\n{section}\n{MARK_END}"
-    if DOC.exists() and MARK_BEGIN in DOC.read_text():
-        old = DOC.read_text()
-        new = old[: old.index(MARK_BEGIN)] + body + old[old.index(MARK_END) + len(MARK_END):]
-    else:
-        new = "# Benchmarks\n\nFigures printed by the scripts under `benchmarks/`; each rewrites its own section." \
-              "\n\n" \
-              "## Benchmark engine (`benchmarks/bench_throughput.py`)\n\n" + body + "\n"
-    DOC.parent.mkdir(parents=True, exist_ok=True)
-    DOC.write_text(new)
 
 
 if __name__ == "__main__":

@@ -28,12 +28,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.doc_sections import write_section  # noqa: E402
 from hpcrl_core.config import Params, Settings, load_params  # noqa: E402
 from hpcrl_core.evaluation.dgemm_eval import evaluate_dgemm, write_json  # noqa: E402
 from hpcrl_core.training.rl import run_rl  # noqa: E402
 
 DOC = ROOT / "docs" / "experiments.md"
-MARK_BEGIN, MARK_END = "<!-- experiments_dgemm:begin -->", "<!-- experiments_dgemm:end -->"
 KEYS = ("verified_rate", "gflops_median", "gflops_best", "best_vs_numpy")
 
 
@@ -114,11 +114,7 @@ def main() -> int:
              f"T={first['temperature']}, n={first['bench_n']}; mean ± std over seeds.", "", *table(results)]
     print("\n".join(lines))
     if not a.no_write:
-        body = f"{MARK_BEGIN}\n" + "\n".join(lines) + f"\n{MARK_END}"
-        old = DOC.read_text() if DOC.exists() else "# Experiments\n"
-        new = (old[: old.index(MARK_BEGIN)] + body + old[old.index(MARK_END) + len(MARK_END):]
-               if MARK_BEGIN in old else old.rstrip() + "\n\n" + body + "\n")
-        DOC.write_text(new)
+        write_section(DOC, "experiments_dgemm", "\n".join(lines), "## Results", "# Experiments")
     return 0
 
 

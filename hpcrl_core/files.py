@@ -1,17 +1,41 @@
-"""Atomic file writes: a reader sees the old file or the new one, never half of one.
+"""Atomic file writes (a reader sees the old file or the new one, never half of one) and JSON state files read
+back with a clear error.
 
 Test: ``pytest tests/test_files.py``.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
+from typing import Any
+
+from hpcrl_core.errors import DataError
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to a temporary file beside ``path`` (named per process), then rename it over ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``path`` (named per process), then rename it over ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    """``write_bytes_atomic`` of ``text`` encoded as UTF-8."""
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def read_json_file(path: Path, kind: str) -> Any:
+    """The JSON value in ``path``, a state file of the given ``kind`` (named in errors).
+
+    Raises:
+        DataError: the file is missing or not valid JSON.
+    """
+    if not path.is_file():
+        raise DataError(f"{path}: no such {kind} file")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise DataError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from None

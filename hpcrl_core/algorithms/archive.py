@@ -20,7 +20,6 @@ from __future__ import annotations
 import io
 import json
 import math
-import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -33,7 +32,7 @@ import numpy.typing as npt
 
 from hpcrl_core.bench.techniques import ALL_TECHNIQUES, Technique, parse_techniques
 from hpcrl_core.errors import ConfigError, DataError
-from hpcrl_core.files import write_text_atomic
+from hpcrl_core.files import read_json_file, write_bytes_atomic, write_text_atomic
 
 ARCHIVE_FILE = "qd_archive.json"  # the name of the archive inside a checkpoint folder
 ARCHIVE_VERSION = 1
@@ -199,13 +198,7 @@ class QDArchive:
             DataError: a missing, non-JSON or malformed file.
             ConfigError: the saved archive is over other problems than ``problem_ids`` (resume must not mix runs).
         """
-        if not path.is_file():
-            raise DataError(f"{path}: no such QD archive file")
-        try:
-            state = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as err:
-            raise DataError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from None
-        archive = cls.from_state_dict(state, source=str(path))
+        archive = cls.from_state_dict(read_json_file(path, "QD archive"), source=str(path))
         if problem_ids is not None and set(problem_ids) != set(archive.problem_ids):
             only_here = sorted(set(problem_ids) - set(archive.problem_ids))
             only_saved = sorted(set(archive.problem_ids) - set(problem_ids))
@@ -221,14 +214,6 @@ class QDArchive:
         with a note. Rendered with matplotlib's Agg canvas (no display, no global backend change).
         """
         write_bytes_atomic(path, _render_heatmap(self))
-
-
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """``write_text_atomic`` for bytes: a temporary file beside ``path``, renamed over it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
 
 
 def _grid(archive: QDArchive) -> npt.NDArray[np.float64]:

@@ -34,7 +34,7 @@ from hpcrl_core.config import SQDParams
 from hpcrl_core.data.dgemm_problems import Problem, problem_prompt
 from hpcrl_core.data.schema import Record, read_jsonl
 from hpcrl_core.errors import ConfigError, DataError
-from hpcrl_core.files import write_text_atomic
+from hpcrl_core.files import read_json_file, write_text_atomic
 
 STATE_FILE = "sqd_state.json"  # the name of the curriculum's state inside a checkpoint folder
 STATE_VERSION = 1
@@ -344,13 +344,7 @@ class SQDCurriculum:
             DataError: the file is missing or not JSON.
             ConfigError: see ``load_state_dict``.
         """
-        if not path.is_file():
-            raise DataError(f"{path}: no such SQD state file")
-        try:
-            state = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as err:
-            raise DataError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from None
-        self.load_state_dict(state, source=str(path))
+        self.load_state_dict(read_json_file(path, "SQD state"), source=str(path))
 
 
 def _differences(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:

@@ -10,6 +10,7 @@ Test: ``pytest tests/evaluation/test_plots.py``.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
+
+from hpcrl_core.files import write_bytes_atomic  # noqa: E402
 
 STEP_SERIES = (("reward", "mean reward"), ("reward/gflops_median", "median GFLOPS (verified)"),
                ("reward/gflops_max", "best GFLOPS (verified)"))
@@ -69,9 +72,8 @@ def plot_training_curves(log_history: Sequence[Mapping[str, Any]], path: Path, t
 
 
 def _save(fig: Any, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.png")
+    buf = io.BytesIO()
     fig.tight_layout()
-    fig.savefig(tmp, dpi=110)
+    fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)
-    tmp.replace(path)
+    write_bytes_atomic(path, buf.getvalue())
