@@ -93,5 +93,5 @@ class RewardParams(Section):
     wrong_result: float = -10.0
     mode: RewardMode = "relative"
     reference: ReferenceKind = "numpy"
-    scale: float = Field(10.0, gt=0)
+    scale: float = Field(100.0, gt=0)
     reference_ttl_s: float = Field(900.0, gt=0)

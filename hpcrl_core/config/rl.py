@@ -29,9 +29,9 @@ class SQDParams(Section):
     enabled: bool = True  # false: every problem keeps the stage it was generated with (plain GRPO)
     start_stage: int | None = Field(0, ge=0, le=5)  # every problem starts here; null = its generated stage
     max_stage: int = Field(5, ge=0, le=5)
-    window: int = Field(2, ge=1, le=10_000)
-    promote_reward: float = 5.0  # with reward.mode relative and scale 10: half of numpy's GFLOPS
-    plateau_tol: float = Field(0.5, ge=0)
+    window: int = Field(1, ge=1, le=10_000)
+    promote_reward: float = 50.0  # with reward.mode relative and scale 100: half of numpy's GFLOPS
+    plateau_tol: float = Field(5.0, ge=0)
 
     @model_validator(mode="after")
     def _ordered(self) -> SQDParams:
@@ -49,13 +49,13 @@ class RLDgemmParams(Section):
 
     seed: int = Field(1234, ge=0, le=2**32 - 1)
     max_steps: int = Field(300, ge=1, le=10_000_000)
-    learning_rate: float = Field(2e-5, gt=0, le=1)
+    learning_rate: float = Field(5e-5, gt=0, le=1)
     lr_scheduler_type: LrScheduler = "constant"
     warmup_ratio: float = Field(0.0, ge=0, lt=1)
     per_device_train_batch_size: int = Field(8, ge=1, le=4096)  # completions per step
     num_generations: int = Field(8, ge=2, le=1024)  # G: completions per problem (one group)
     gradient_accumulation_steps: int = Field(1, ge=1, le=4096)
-    temperature: float = Field(1.0, gt=0, le=5)
+    temperature: float = Field(0.7, gt=0, le=5)
     beta: float = Field(0.02, ge=0, le=100)  # KL coefficient against the frozen SFT model
     loss_type: str = "dapo"  # one of TRL GRPOConfig's loss types (checked against the installed TRL)
     max_completion_length: int = Field(512, ge=8, le=1_048_576)
