@@ -2,17 +2,16 @@
 
 Every DGEMM problem has an unlock ``order`` of the five techniques; at stage s the first s are permitted. The
 curriculum keeps each problem's current stage, records one visit per group of completions (their rewards),
-promotes a problem by one stage when the rule of ``SQDParams`` says so, and hands out problems in seeded,
-shuffled rounds (every problem once per round). Its whole state saves to JSON with a checkpoint and resumes
-exactly. The rule and what is ours rather than the paper's: ``docs/sqd.md``.
+promotes a problem by one stage when the rule of ``SQDParams`` says so. Which problem is visited when is not its
+business: the trainer's seeded sampler decides (one dataset row per problem). Its whole state saves to JSON with a
+checkpoint and resumes exactly. The rule and what is ours rather than the paper's: ``docs/sqd.md``.
 
 Use::
 
     cur = SQDCurriculum(read_problems(Path("data/dgemm/problems_train.jsonl")), params.rl_dgemm.sqd, seed=1234)
-    for pid in cur.next_problems(1):
-        messages = cur.prompt(pid)           # rendered at the problem's current stage
-        ...                                  # generate a group, benchmark it
-        cur.record(pid, rewards)             # True when the problem was promoted
+    messages = cur.prompt(pid)               # rendered at the problem's current stage
+    ...                                      # generate a group of completions, benchmark them
+    cur.record(pid, rewards)                 # True when the problem was promoted
 
 Test: ``pytest tests/algorithms/test_sqd.py``.
 """
@@ -22,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import random
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -37,7 +35,7 @@ from hpcrl_core.errors import ConfigError, DataError
 from hpcrl_core.files import read_json_file, write_text_atomic
 
 STATE_FILE = "sqd_state.json"  # the name of the curriculum's state inside a checkpoint folder
-STATE_VERSION = 1
+STATE_VERSION = 2  # 2: a visit count instead of the visiting position (the sampler owns the order)
 STAGES: tuple[int, ...] = tuple(range(len(ALL_TECHNIQUES) + 1))  # 0 (plain kernel) .. 5 (anything)
 _PROBLEM_KEYS = ("problem_id", "n", "order", "stage")
 
@@ -136,7 +134,8 @@ class SQDCurriculum:
     Args:
         problems: the training problems (ids unique); their ``stage`` is the generated stage.
         params: the ``rl_dgemm.sqd`` section.
-        seed: seeds the visiting order; the same problems, params and seed visit the same sequence.
+        seed: the run's seed (the trainer's sampler orders the visits with it); a saved state resumes only under
+            the same one.
 
     Raises:
         ConfigError: no problems, or a problem id listed twice.
@@ -151,18 +150,20 @@ class SQDCurriculum:
         self._params = params
         self._seed = seed
         self._problems = {p.id: p for p in problems}
-        self._ids = sorted(self._problems)  # the visiting order does not depend on the order given
+        self._ids = sorted(self._problems)
         self._states = {p.id: _ProblemState(self._initial_stage(p)) for p in problems}
-        self._round = 0
-        self._position = 0
+        self._visits = 0  # visits recorded, all problems and stages
         self._promotions = 0
-        self._order_cache: tuple[int, list[str]] | None = None
 
     def _initial_stage(self, p: Problem) -> int:
         if not self._params.enabled:
             return p.stage
         start = p.stage if self._params.start_stage is None else self._params.start_stage
-        return min(start, self._params.max_stage)
+        return min(start, self._ceiling(p))
+
+    def _ceiling(self, p: Problem) -> int:
+        """The highest stage the problem may reach: ``max_stage``, or its generated stage when that is null."""
+        return p.stage if self._params.max_stage is None else self._params.max_stage
 
     def _state(self, pid: str) -> _ProblemState:
         try:
@@ -231,9 +232,10 @@ class SQDCurriculum:
         if not all(math.isfinite(v) for v in values):
             raise ValueError(f"problem {pid}: rewards must be finite numbers, got {values}")
         state.visits += 1
+        self._visits += 1
         state.recent.append(values)
         del state.recent[:-2 * self._params.window]
-        if not self._params.enabled or state.stage >= self._params.max_stage:
+        if not self._params.enabled or state.stage >= self._ceiling(self._problems[pid]):
             return False
         if not should_promote([fmean(v) for v in state.recent], self._params):
             return False
@@ -243,43 +245,15 @@ class SQDCurriculum:
         self._promotions += 1
         return True
 
-    def _round_order(self, rnd: int) -> list[str]:
-        if self._order_cache is None or self._order_cache[0] != rnd:
-            ids = list(self._ids)
-            random.Random(f"sqd-order:{self._seed}:{rnd}").shuffle(ids)  # str seeds are stable across processes
-            self._order_cache = (rnd, ids)
-        return self._order_cache[1]
-
-    def next_problems(self, k: int) -> list[str]:
-        """The next ``k`` problem ids to visit, advancing the visiting position.
-
-        Problems come in rounds: each round is every problem once, in an order shuffled from (seed, round
-        number). So after r whole rounds every problem was handed out r times; a batch may span two rounds.
-
-        Raises:
-            ValueError: ``k`` < 0.
-        """
-        if k < 0:
-            raise ValueError(f"next_problems needs k >= 0, got {k}")
-        out: list[str] = []
-        while len(out) < k:
-            order = self._round_order(self._round)
-            take = min(k - len(out), len(order) - self._position)
-            out += order[self._position:self._position + take]
-            self._position += take
-            if self._position == len(order):
-                self._round, self._position = self._round + 1, 0
-        return out
-
     def stats(self) -> dict[str, float]:
         """Numbers to log each step: ``sqd/mean_stage``, ``sqd/stage_0`` .. ``sqd/stage_5`` (problem counts),
-        ``sqd/promotions`` (so far) and ``sqd/round`` (whole rounds of visits handed out)."""
+        ``sqd/promotions`` and ``sqd/visits`` (so far, all problems)."""
         stages = [s.stage for s in self._states.values()]
         counts = Counter(stages)
         out = {"sqd/mean_stage": fmean(stages)}
         out.update({f"sqd/stage_{s}": float(counts.get(s, 0)) for s in STAGES})
         out["sqd/promotions"] = float(self._promotions)
-        out["sqd/round"] = float(self._round)
+        out["sqd/visits"] = float(self._visits)
         return out
 
     def _fingerprint(self) -> dict[str, Any]:
@@ -288,10 +262,10 @@ class SQDCurriculum:
                              for pid, p in sorted(self._problems.items())}}
 
     def state_dict(self) -> dict[str, Any]:
-        """Everything needed to continue exactly: stages, visit histories, promotions, the visiting position, and
+        """Everything needed to continue exactly: stages, visit histories, promotions, visits, and
         the problems, params and seed it belongs to (checked on load). JSON-serialisable."""
         return {"version": STATE_VERSION, **self._fingerprint(),
-                "cursor": {"round": self._round, "position": self._position}, "promotions": self._promotions,
+                "visits": self._visits, "promotions": self._promotions,
                 "states": {pid: {"stage": s.stage, "visits": s.visits, "recent": s.recent}
                            for pid, s in sorted(self._states.items())}}
 
@@ -311,20 +285,20 @@ class SQDCurriculum:
                               f"run (or clear the checkpoints) instead of mixing curricula", diffs)
         try:
             states = {pid: self._parse_problem_state(pid, state["states"][pid]) for pid in self._ids}
-            cursor = state["cursor"]
-            rnd, position, promotions = int(cursor["round"]), int(cursor["position"]), int(state["promotions"])
+            visits, promotions = int(state["visits"]), int(state["promotions"])
         except (KeyError, TypeError, ValueError) as err:
             raise ConfigError(f"{source}: malformed SQD state ({type(err).__name__}: {err})") from None
-        if rnd < 0 or not 0 <= position < len(self._ids) or promotions < 0:
-            raise ConfigError(f"{source}: malformed SQD state: cursor (round {rnd}, position {position}) or "
-                              f"promotions ({promotions}) out of range for {len(self._ids)} problems")
-        self._states, self._round, self._position, self._promotions = states, rnd, position, promotions
+        at_stages = sum(s.visits for s in states.values())
+        if visits < at_stages or not 0 <= promotions <= visits:
+            raise ConfigError(f"{source}: malformed SQD state: {visits} visits and {promotions} promotions do not fit "
+                              f"the {at_stages} visits recorded at the problems' current stages")
+        self._states, self._visits, self._promotions = states, visits, promotions
 
     def _parse_problem_state(self, pid: str, raw: dict[str, Any]) -> _ProblemState:
         stage, visits = int(raw["stage"]), int(raw["visits"])
         recent = [[float(r) for r in visit] for visit in raw["recent"]]
         lowest = self._initial_stage(self._problems[pid])
-        highest = self._params.max_stage if self._params.enabled else lowest
+        highest = self._ceiling(self._problems[pid]) if self._params.enabled else lowest
         if not lowest <= stage <= max(lowest, highest):
             raise ValueError(f"problem {pid}: stage {stage} outside {lowest}..{max(lowest, highest)}")
         if visits < 0 or len(recent) > min(visits, 2 * self._params.window) or not all(recent):

@@ -34,7 +34,7 @@ def _stage(tmp_path: Path, params: Path, data: Path, out: Path) -> subprocess.Po
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
 
 
-def _wait_for(path: Path, proc: subprocess.Popen[str], timeout_s: float) -> None:
+def wait_for(path: Path, proc: subprocess.Popen[str], timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while not path.exists():
         assert proc.poll() is None, f"the stage ended (rc {proc.returncode}) before {path.name} was written"
@@ -49,7 +49,7 @@ def test_killed_stage_resumes_from_its_last_checkpoint(tmp_path: Path) -> None:
 
     first = _stage(tmp_path, params, data, out)
     try:
-        _wait_for(out / "checkpoint-20" / "trainer_state.json", first, timeout_s=300)
+        wait_for(out / "checkpoint-20" / "trainer_state.json", first, timeout_s=300)
     finally:
         os.killpg(first.pid, signal.SIGKILL)  # the whole group: the flow and anything it started
         first.communicate()

@@ -57,15 +57,21 @@ def test_loss_types_are_the_ones_trl_documents() -> None:
     assert set(LOSS_TYPES) == documented
 
 
-@pytest.fixture
-def setup(tmp_path: Path) -> tuple[Path, Path]:
-    data = tmp_path / "data"
+def rl_inputs(root: Path, problems: int = 4) -> tuple[Path, Path]:
+    """``problems`` train problems under ``root/data`` and an untrained tiny policy as the SFT model (it writes no
+    kernel, so every completion is a format violation: rewards are known without compiling anything)."""
+    data = root / "data"
     write_jsonl(data / "dgemm" / "problems_train.jsonl",
-                [problem_record(p, "train", 0) for p in make_problems("train", 0, 4)])
-    sft = tmp_path / "sft" / "final"
+                [problem_record(p, "train", 0) for p in make_problems("train", 0, problems)])
+    sft = root / "sft" / "final"
     build_tiny_model(TINY, sample_tokenizer(), seed=3).save_pretrained(str(sft))
     save_tokenizer(sample_tokenizer(), sft)
     return data, sft
+
+
+@pytest.fixture
+def setup(tmp_path: Path) -> tuple[Path, Path]:
+    return rl_inputs(tmp_path)
 
 
 @pytest.mark.integration

@@ -1,0 +1,78 @@
+"""The rl_dgemm stage's command, killed mid-training with SIGKILL (no chance to clean up), resumes from its last
+complete checkpoint when run again, with the SQD curriculum where the killed run left it: what
+``dvc repro rl_dgemm`` does after a crash, since ``checkpoints/rl_dgemm`` is a persisted out.
+
+Run: pytest tests/flows/test_rl_kill_resume.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hpcrl_core.config import Settings
+from tests.flows.test_sft_kill_resume import wait_for
+from tests.training.test_rl import rl_inputs, rl_params
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+PROBLEMS = 4
+STEPS = 24  # one group (one problem visit) per step
+
+
+def _stage(tmp_path: Path, params: Path, data: Path, sft: Path, out: Path,
+           dirs: Settings) -> subprocess.Popen[str]:
+    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/mlflow.db",
+           "PREFECT_HOME": str(tmp_path / "prefect"), "PYTHONUNBUFFERED": "1",
+           "HPCRL_CACHE_DIR": str(dirs.cache_dir), "HPCRL_SCRATCH_DIR": str(dirs.scratch_dir)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "flows.rl_dgemm", "--params", str(params), "--data", str(data), "--sft", str(sft),
+         "--out", str(out)],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
+def test_killed_rl_stage_resumes_with_its_curriculum(tmp_path: Path, bench_dirs: Settings) -> None:
+    data, sft = rl_inputs(tmp_path, PROBLEMS)
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump(rl_params(max_steps=STEPS, save_steps=2, max_completion_length=8)
+                                     .model_dump(mode="json")))
+    out = tmp_path / "checkpoints" / "rl_dgemm"
+
+    first = _stage(tmp_path, params, data, sft, out, bench_dirs)
+    try:
+        wait_for(out / "checkpoint-6" / "trainer_state.json", first, timeout_s=300)
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)  # the whole group: the flow, its executor and any sandboxed run
+        first.communicate()
+    complete = [int(p.parent.name.split("-")[1]) for p in out.glob("checkpoint-*/trainer_state.json")]
+    killed_at = max(complete)
+    assert 6 <= killed_at < STEPS, "the kill came too late to test a resume"
+    saved = json.loads((out / f"checkpoint-{killed_at}" / "sqd_state.json").read_text())
+    assert saved["visits"] == killed_at and saved["promotions"] > 0  # one visit (group) per step
+
+    second = _stage(tmp_path, params, data, sft, out, bench_dirs)
+    log, _ = second.communicate(timeout=600)
+    assert second.returncode == 0, log[-3000:]
+    resumed = re.search(r"resumed from (\S+?)[;,]?(?:\s|$)", log)
+    assert resumed and resumed.group(1) == str(out / f"checkpoint-{killed_at}"), log[-3000:]
+
+    state = json.loads((out / "final" / "sqd_state.json").read_text())
+    assert state["visits"] == STEPS  # every step's visit is counted once across both runs: none lost or repeated
+    # The untrained policy writes no kernel, so every visit scores the format-violation penalty, and the plateau
+    # rule (window 1) promotes a problem on every second visit at its stage: a problem with v visits sits at stage
+    # v // 2 with v % 2 visits there. A resume that lost the curriculum would restart the stages and end lower.
+    problems = state["states"].values()
+    assert sum(2 * p["stage"] + p["visits"] for p in problems) == STEPS
+    assert state["promotions"] == sum(p["stage"] for p in problems)
+    history = json.loads((out / "final" / "log_history.json").read_text())
+    steps = [e["step"] for e in history if "reward" in e]
+    assert steps == list(range(1, STEPS + 1))  # each step logged once: the second run continued the first
