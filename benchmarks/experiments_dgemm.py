@@ -88,6 +88,29 @@ def table(results: dict[str, list[dict[str, Any]]]) -> list[str]:
     return lines
 
 
+def meets_target(report: dict[str, Any]) -> bool:
+    """The issue's bar for one run: RL median GFLOPS of verified kernels >= 1.3x SFT's, and RL's verified rate not
+    more than 5 points below SFT's."""
+    rl, sft = report["rl"], report["sft"]
+    return (sft["gflops_median"] > 0 and rl["gflops_median"] >= 1.3 * sft["gflops_median"]
+            and rl["verified_rate"] >= sft["verified_rate"] - 0.05)
+
+
+def per_run(results: dict[str, list[dict[str, Any]]], seeds: list[int]) -> list[str]:
+    lines = ["| variant | seed | SFT verified | RL verified | points | SFT median | RL median | RL/SFT | WinRate "
+             "| promotions | meets target |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for variant, reports in results.items():
+        for seed, r in zip(seeds, reports, strict=True):
+            rl, sft = r["rl"], r["sft"]
+            ratio = rl["gflops_median"] / sft["gflops_median"] if sft["gflops_median"] > 0 else float("nan")
+            run = r["meta"].get("rl_run", {})
+            lines.append(f"| {variant} | {seed} | {sft['verified_rate']:.1%} | {rl['verified_rate']:.1%} | "
+                         f"{100 * (rl['verified_rate'] - sft['verified_rate']):+.1f} | {sft['gflops_median']:.2f} | "
+                         f"{rl['gflops_median']:.2f} | {ratio:.2f}x | {rl['winrate_vs_sft']:.3f} | "
+                         f"{run.get('promotions', '-')} | {'yes' if meets_target(r) else 'no'} |")
+    return lines
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
@@ -111,7 +134,9 @@ def main() -> int:
     lines = [f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC with `benchmarks/experiments_dgemm.py --seeds "
              f"{' '.join(map(str, a.seeds))} --variants {' '.join(a.variants)}"
              f"{f' --steps {a.steps}' if a.steps else ''}`: {first['problems']} held-out problems, k={first['k']}, "
-             f"T={first['temperature']}, n={first['bench_n']}; mean ± std over seeds.", "", *table(results)]
+             f"T={first['temperature']}, n={first['bench_n']}; mean ± std over seeds.", "", *table(results),
+             "", "Per run (target: RL/SFT median ≥ 1.3x and RL verified at most 5 points below SFT):", "",
+             *per_run(results, a.seeds)]
     print("\n".join(lines))
     if not a.no_write:
         write_section(DOC, "experiments_dgemm", "\n".join(lines), "## Results", "# Experiments")

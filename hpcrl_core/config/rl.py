@@ -28,14 +28,14 @@ class SQDParams(Section):
 
     enabled: bool = True  # false: every problem keeps the stage it was generated with (plain GRPO)
     start_stage: int | None = Field(0, ge=0, le=5)  # every problem starts here; null = its generated stage
-    max_stage: int = Field(5, ge=0, le=5)
+    max_stage: int | None = Field(5, ge=0, le=5)  # no promotion beyond; null = the problem's generated stage
     window: int = Field(1, ge=1, le=10_000)
     promote_reward: float = 50.0  # with reward.mode relative and scale 100: half of numpy's GFLOPS
     plateau_tol: float = Field(5.0, ge=0)
 
     @model_validator(mode="after")
     def _ordered(self) -> SQDParams:
-        if self.start_stage is not None and self.start_stage > self.max_stage:
+        if self.start_stage is not None and self.max_stage is not None and self.start_stage > self.max_stage:
             raise ValueError(f"start_stage ({self.start_stage}) must be <= max_stage ({self.max_stage})")
         return self
 

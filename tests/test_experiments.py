@@ -1,0 +1,34 @@
+"""The experiments script's verdict and tables (benchmarks/experiments_dgemm.py), on hand-made reports.
+
+Run: ``pytest tests/test_experiments.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchmarks.experiments_dgemm import meets_target, per_run, table
+
+
+def _report(sft_verified: float, sft_median: float, rl_verified: float, rl_median: float) -> dict[str, Any]:
+    def block(verified: float, median: float) -> dict[str, Any]:
+        return {"verified_rate": verified, "gflops_median": median, "gflops_best": 3 * median, "best_vs_numpy": 0.1}
+    return {"sft": block(sft_verified, sft_median), "rl": {**block(rl_verified, rl_median), "winrate_vs_sft": 0.75},
+            "meta": {"rl_run": {"promotions": 7}}}
+
+
+def test_target_needs_both_speed_and_validity() -> None:
+    assert meets_target(_report(0.80, 2.0, 0.80, 2.6))          # exactly 1.3x, same verified rate
+    assert not meets_target(_report(0.80, 2.0, 0.90, 2.59))     # faster, but not 1.3x
+    assert meets_target(_report(0.80, 2.0, 0.75, 4.0))          # exactly 5 points lower is allowed
+    assert not meets_target(_report(0.80, 2.0, 0.749, 4.0))     # more than 5 points lower is not
+    assert not meets_target(_report(0.0, 0.0, 0.5, 1.0))        # no SFT kernel verified: no ratio to judge
+
+
+def test_tables_show_mean_spread_and_each_run() -> None:
+    results = {"sqd": [_report(0.8, 2.0, 0.85, 6.0), _report(0.8, 2.0, 0.70, 6.0)]}
+    summary = table(results)
+    assert summary[2].startswith("| sqd | 2 | 0.775 ± 0.075 | 0.8 ± 0 | 6 ± 0 | 3 ± 0 |")
+    rows = per_run(results, [1, 2])
+    assert rows[2] == "| sqd | 1 | 80.0% | 85.0% | +5.0 | 2.00 | 6.00 | 3.00x | 0.750 | 7 | yes |"
+    assert rows[3].endswith("| -10.0 | 2.00 | 6.00 | 3.00x | 0.750 | 7 | no |")
