@@ -73,14 +73,19 @@ def _spread(values: list[float]) -> str:
     return f"{mean:.3g} ± {sd:.2g}"
 
 
+def median_ratio(report: dict[str, Any]) -> float | None:
+    """RL's median GFLOPS of verified kernels over SFT's; None when SFT verified no kernel."""
+    sft = report["sft"]["gflops_median"]
+    return report["rl"]["gflops_median"] / sft if sft > 0 else None
+
+
 def table(results: dict[str, list[dict[str, Any]]]) -> list[str]:
     lines = ["| variant | seeds | RL verified | SFT verified | RL median GFLOPS | RL/SFT median | RL best GFLOPS "
              "| WinRate vs SFT |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for variant, reports in results.items():
         rl = [r["rl"] for r in reports]
         sft = [r["sft"] for r in reports]
-        ratio = [a["gflops_median"] / b["gflops_median"] for a, b in zip(rl, sft, strict=True)
-                 if b["gflops_median"] > 0]
+        ratio = [r for r in map(median_ratio, reports) if r is not None]
         lines.append(f"| {variant} | {len(reports)} | {_spread([x['verified_rate'] for x in rl])} | "
                      f"{_spread([x['verified_rate'] for x in sft])} | {_spread([x['gflops_median'] for x in rl])} | "
                      f"{_spread(ratio)} | {_spread([x['gflops_best'] for x in rl])} | "
@@ -91,9 +96,9 @@ def table(results: dict[str, list[dict[str, Any]]]) -> list[str]:
 def meets_target(report: dict[str, Any]) -> bool:
     """The issue's bar for one run: RL median GFLOPS of verified kernels >= 1.3x SFT's, and RL's verified rate not
     more than 5 points below SFT's."""
-    rl, sft = report["rl"], report["sft"]
-    return (sft["gflops_median"] > 0 and rl["gflops_median"] >= 1.3 * sft["gflops_median"]
-            and rl["verified_rate"] >= sft["verified_rate"] - 0.05)
+    ratio = median_ratio(report)
+    return (ratio is not None and ratio >= 1.3
+            and report["rl"]["verified_rate"] >= report["sft"]["verified_rate"] - 0.05)
 
 
 def per_run(results: dict[str, list[dict[str, Any]]], seeds: list[int]) -> list[str]:
@@ -102,11 +107,12 @@ def per_run(results: dict[str, list[dict[str, Any]]], seeds: list[int]) -> list[
     for variant, reports in results.items():
         for seed, r in zip(seeds, reports, strict=True):
             rl, sft = r["rl"], r["sft"]
-            ratio = rl["gflops_median"] / sft["gflops_median"] if sft["gflops_median"] > 0 else float("nan")
+            ratio = median_ratio(r)
+            shown = "-" if ratio is None else f"{ratio:.2f}x"
             run = r["meta"].get("rl_run", {})
             lines.append(f"| {variant} | {seed} | {sft['verified_rate']:.1%} | {rl['verified_rate']:.1%} | "
                          f"{100 * (rl['verified_rate'] - sft['verified_rate']):+.1f} | {sft['gflops_median']:.2f} | "
-                         f"{rl['gflops_median']:.2f} | {ratio:.2f}x | {rl['winrate_vs_sft']:.3f} | "
+                         f"{rl['gflops_median']:.2f} | {shown} | {rl['winrate_vs_sft']:.3f} | "
                          f"{run.get('promotions', '-')} | {'yes' if meets_target(r) else 'no'} |")
     return lines
 

@@ -12,32 +12,26 @@ import os
 import re
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from hpcrl_core.config import Settings
-from tests.flows.test_sft_kill_resume import wait_for
+from tests.flows.stage_process import newest_complete_step, start_stage, wait_for
 from tests.training.test_rl import rl_inputs, rl_params
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
 PROBLEMS = 4
 STEPS = 24  # one group (one problem visit) per step
 
 
 def _stage(tmp_path: Path, params: Path, data: Path, sft: Path, out: Path,
            dirs: Settings) -> subprocess.Popen[str]:
-    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/mlflow.db",
-           "PREFECT_HOME": str(tmp_path / "prefect"), "PYTHONUNBUFFERED": "1",
-           "HPCRL_CACHE_DIR": str(dirs.cache_dir), "HPCRL_SCRATCH_DIR": str(dirs.scratch_dir)}
-    return subprocess.Popen(
-        [sys.executable, "-m", "flows.rl_dgemm", "--params", str(params), "--data", str(data), "--sft", str(sft),
-         "--out", str(out)],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    return start_stage("flows.rl_dgemm", ["--params", str(params), "--data", str(data), "--sft", str(sft),
+                                          "--out", str(out)], tmp_path,
+                       {"HPCRL_CACHE_DIR": str(dirs.cache_dir), "HPCRL_SCRATCH_DIR": str(dirs.scratch_dir)})
 
 
 def test_killed_rl_stage_resumes_with_its_curriculum(tmp_path: Path, bench_dirs: Settings) -> None:
@@ -53,8 +47,7 @@ def test_killed_rl_stage_resumes_with_its_curriculum(tmp_path: Path, bench_dirs:
     finally:
         os.killpg(first.pid, signal.SIGKILL)  # the whole group: the flow, its executor and any sandboxed run
         first.communicate()
-    complete = [int(p.parent.name.split("-")[1]) for p in out.glob("checkpoint-*/trainer_state.json")]
-    killed_at = max(complete)
+    killed_at = newest_complete_step(out)
     assert 6 <= killed_at < STEPS, "the kill came too late to test a resume"
     saved = json.loads((out / f"checkpoint-{killed_at}" / "sqd_state.json").read_text())
     assert saved["visits"] == killed_at and saved["promotions"] > 0  # one visit (group) per step

@@ -11,35 +11,21 @@ import os
 import re
 import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from tests.flows.stage_process import newest_complete_step, start_stage, wait_for
 from tests.flows.test_sft_flow import flow_data, params_file
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
 STEPS = 150
 
 
 def _stage(tmp_path: Path, params: Path, data: Path, out: Path) -> subprocess.Popen[str]:
-    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/mlflow.db",
-           "PREFECT_HOME": str(tmp_path / "prefect"), "PYTHONUNBUFFERED": "1"}
-    return subprocess.Popen(
-        [sys.executable, "-m", "flows.sft", "--params", str(params), "--data", str(data), "--out", str(out),
-         "--report", str(tmp_path / "reports" / "sft.json")],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-
-
-def wait_for(path: Path, proc: subprocess.Popen[str], timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not path.exists():
-        assert proc.poll() is None, f"the stage ended (rc {proc.returncode}) before {path.name} was written"
-        assert time.monotonic() < deadline, f"{path.name} did not appear within {timeout_s:.0f} s"
-        time.sleep(0.2)
+    return start_stage("flows.sft", ["--params", str(params), "--data", str(data), "--out", str(out),
+                                     "--report", str(tmp_path / "reports" / "sft.json")], tmp_path)
 
 
 def test_killed_stage_resumes_from_its_last_checkpoint(tmp_path: Path) -> None:
@@ -53,8 +39,7 @@ def test_killed_stage_resumes_from_its_last_checkpoint(tmp_path: Path) -> None:
     finally:
         os.killpg(first.pid, signal.SIGKILL)  # the whole group: the flow and anything it started
         first.communicate()
-    complete = [int(p.parent.name.split("-")[1]) for p in out.glob("checkpoint-*/trainer_state.json")]
-    killed_at = max(complete)
+    killed_at = newest_complete_step(out)
     assert 20 <= killed_at < STEPS, "the kill came too late to test a resume"
     assert not (out / "final").exists()
 
