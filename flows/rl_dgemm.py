@@ -3,7 +3,8 @@ prompts staged by SQD; checkpoints (with curriculum and archive) to ``checkpoint
 crash when the inputs are unchanged; per-step reward components, the curriculum and the archive to MLflow.
 
 Run: ``python -m flows.rl_dgemm [--params params.yaml] [--data data] [--sft checkpoints/sft/final]
-[--out checkpoints/rl_dgemm]`` (what ``dvc repro rl_dgemm`` runs).  Test: ``pytest tests/flows/test_rl_kill_resume.py``.
+[--out checkpoints/rl_dgemm]`` (what ``dvc repro rl_dgemm`` runs).
+Test: ``pytest tests/flows/test_rl_kill_resume.py``.
 """
 
 from __future__ import annotations

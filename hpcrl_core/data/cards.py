@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hpcrl_core.files import write_text_atomic
 from hpcrl_core.data.hygiene import HygieneReport
 from hpcrl_core.data.schema import Record
+from hpcrl_core.files import write_text_atomic
 
 
 def _lengths(values: Sequence[int]) -> dict[str, float]:
