@@ -7,10 +7,12 @@
    its detected techniques (never one that forbids a technique it uses). First every kernel gets one problem (the
    one with the fewest permitted techniques that allows it), so slow kernels stay in the mix; then every remaining
    problem draws one of its allowed kernels with weight proportional to GFLOPS, so faster kernels are imitated
-   more often. A problem is used at most once, so the train problem count bounds the records: with the default
-   stage mix (stage 0 allows only plain kernels, ~4% of variants), about 2.5 problems per variant let every
-   verified kernel in at ``per_kernel`` = 3 (400 variants: ~1000 problems give ~750 records; 400 give ~350 records
-   and leave ~110 mid-speed kernels out, with a warning).
+   more often. The draws are keyed by kernel and problem names (``hpcrl_core.data.stable``), so two nodes whose
+   timings differ by a few percent pair almost every kernel with the same prompts. A problem is used at most once,
+   so the train problem count bounds the records: with the default stage mix (stage 0 allows only plain kernels,
+   ~4% of variants), about 2.5 problems per variant let every verified kernel in at ``per_kernel`` = 3
+   (400 variants: ~1000 problems give ~750 records; 400 give ~350 records and leave ~110 mid-speed kernels out,
+   with a warning).
 3. ``gflops_distribution``: numbers for the data card.
 
 Run (about 2 minutes on 2 cores): ``python -m hpcrl_core.data.dgemm_corpus [COUNT] [N]`` benchmarks a batch at
@@ -21,7 +23,6 @@ Test: ``pytest tests/data/test_dgemm_corpus.py`` (``-m integration`` runs a real
 from __future__ import annotations
 
 import logging
-import random
 import statistics
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -33,6 +34,7 @@ from hpcrl_core.bench.techniques import Technique, parse_techniques
 from hpcrl_core.data.dgemm_problems import EVAL_SIZES, HELD_OUT_PERMITTED, Problem, problem_metadata, problem_prompt
 from hpcrl_core.data.dgemm_variants import Variant
 from hpcrl_core.data.schema import Record, assistant
+from hpcrl_core.data.stable import stable_unit, weighted_key
 from hpcrl_core.errors import DataError
 
 log = logging.getLogger(__name__)
@@ -110,30 +112,38 @@ def _check_train(problems: Sequence[Problem]) -> None:
                             "pair kernels with train problems only (make_problems('train', ...))")
 
 
-def _assign(kernels: Sequence[CorpusKernel], problems: Sequence[Problem], rng: random.Random,
+def _assign(kernels: Sequence[CorpusKernel], problems: Sequence[Problem], seed: int,
             per_kernel: int) -> dict[int, int]:
-    """Problem index -> kernel index (see the module docstring for the two phases)."""
+    """Problem index -> kernel index (see the module docstring for the two phases).
+
+    Every choice is a ``stable_unit`` / ``weighted_key`` of the names involved, never a position in a random stream,
+    so a kernel more or less, or a slightly different GFLOPS figure on another node, changes only the choices that
+    involve that kernel (and those that follow from its quota), not the whole pairing.
+    """
     eligible = [[pi for pi, p in enumerate(problems) if k.techniques <= p.permitted] for k in kernels]
     used: Counter[int] = Counter()
     chosen: dict[int, int] = {}
     if per_kernel < 1:
         return chosen
-    for ki in sorted(range(len(kernels)), key=lambda i: -kernels[i].gflops):  # coverage: one problem each
+    for ki in sorted(range(len(kernels)), key=lambda i: kernels[i].name):  # coverage: one problem each
         free = [pi for pi in eligible[ki] if pi not in chosen]
         if free:
             tightest = min(len(problems[pi].permitted) for pi in free)
-            chosen[rng.choice([pi for pi in free if len(problems[pi].permitted) == tightest])] = ki
+            pick = min((pi for pi in free if len(problems[pi].permitted) == tightest),
+                       key=lambda pi: stable_unit("dgemm-sft-cover", seed, kernels[ki].name, problems[pi].id))
+            chosen[pick] = ki
             used[ki] += 1
     allowed: dict[int, list[int]] = {}
     for ki, pis in enumerate(eligible):
         for pi in pis:
             allowed.setdefault(pi, []).append(ki)
-    rest = [pi for pi in range(len(problems)) if pi not in chosen and pi in allowed]
-    rng.shuffle(rest)
+    rest = sorted((pi for pi in range(len(problems)) if pi not in chosen and pi in allowed),
+                  key=lambda pi: stable_unit("dgemm-sft-order", seed, problems[pi].id))
     for pi in rest:  # preference: faster kernels more often
         options = [ki for ki in allowed[pi] if used[ki] < per_kernel]
         if options:
-            ki = rng.choices(options, weights=[kernels[i].gflops for i in options])[0]
+            ki = max(options, key=lambda i: weighted_key(max(kernels[i].gflops, 1e-6), "dgemm-sft-pick", seed,
+                                                         problems[pi].id, kernels[i].name))
             chosen[pi] = ki
             used[ki] += 1
     return chosen
@@ -156,7 +166,7 @@ def sft_records(kernels: Sequence[CorpusKernel], problems: Sequence[Problem], se
         DataError: a problem with a held-out permitted set or an eval size.
     """
     _check_train(problems)
-    chosen = _assign(kernels, problems, random.Random(f"dgemm-sft:{seed}"), per_kernel)
+    chosen = _assign(kernels, problems, seed, per_kernel)
     unused = len(kernels) - len(set(chosen.values()))
     if unused:
         log.warning("%d of %d kernels found no free train problem that permits their techniques; "

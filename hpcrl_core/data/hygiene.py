@@ -14,13 +14,13 @@ Test: ``pytest tests/data/test_hygiene.py``.
 
 from __future__ import annotations
 
-import random
 import re
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from hpcrl_core.data.schema import Record
+from hpcrl_core.data.stable import stable_unit
 from hpcrl_core.errors import DataError
 
 _LEAKS = (
@@ -103,13 +103,13 @@ Grouper = Callable[[Record], str]
 def stratified_split(records: Sequence[Record], key: Grouper, eval_fraction: float, seed: int,
                      never_eval: set[str] | None = None,
                      group: Grouper | None = None) -> tuple[list[Record], list[Record]]:
-    """Split each stratum ``eval_fraction`` : rest with a fixed seed.
+    """Split each stratum ``eval_fraction`` : rest, fixed by the seed and the group names.
 
     Args:
         records: the items.
         key: the stratum of an item (its label, topic, technique set ...).
         eval_fraction: share of each stratum's groups that goes to eval.
-        seed: the shuffle seed.
+        seed: fixes which groups go to eval.
         never_eval: ids that always go to train (conflicts); their whole group goes with them.
         group: items with the same group (paraphrases of one fact, prompts of one kernel) stay on one side;
             by default each item is its own group.
@@ -119,12 +119,12 @@ def stratified_split(records: Sequence[Record], key: Grouper, eval_fraction: flo
     strata: dict[str, dict[str, list[Record]]] = defaultdict(lambda: defaultdict(list))
     for r in records:
         strata[key(r)][group(r)].append(r)
-    rng = random.Random(seed)
     train: list[Record] = []
     evals: list[Record] = []
     for name in sorted(strata):
-        groups = [strata[name][g] for g in sorted(strata[name])]
-        rng.shuffle(groups)
+        # Ordered by a hash of (seed, stratum, group), not shuffled by a seeded stream: a group more or less in one
+        # stratum moves no other group across the split (hpcrl_core.data.stable).
+        groups = [strata[name][g] for g in sorted(strata[name], key=lambda g: stable_unit("split", seed, name, g))]
         eligible = [g for g in groups if not any(r.id in never_eval for r in g)]
         k = round(len(eligible) * eval_fraction) if len(eligible) > 1 else 0
         chosen = {id(g) for g in eligible[:k]}

@@ -61,3 +61,10 @@ def test_groups_stay_on_one_side() -> None:
     train, evals, _ = clean_and_split(items, lambda r: "t", 0.1, 5, group=lambda r: r.metadata["fact_id"])
     assert len(evals) == 9  # 3 of 30 facts, all 3 paraphrases each
     assert not {r.metadata["fact_id"] for r in train} & {r.metadata["fact_id"] for r in evals}
+
+
+def test_one_group_more_moves_no_other_group_across_the_split() -> None:
+    items = [_race(i, "yes" if i % 2 else "no") for i in range(200)]
+    _, evals, _ = clean_and_split(items, lambda r: r.answer, 0.1, 9)
+    _, evals_more, _ = clean_and_split(items + [_race(1000, "yes")], lambda r: r.answer, 0.1, 9)
+    assert len({r.id for r in evals} ^ {r.id for r in evals_more}) <= 2  # at most the newcomer swaps in for one
