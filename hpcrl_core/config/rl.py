@@ -8,12 +8,14 @@ Test: ``pytest tests/test_config.py``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from hpcrl_core.config.base import Section
 from hpcrl_core.config.model import LrScheduler
+
+ScaleRewards = Literal["group", "batch", "none"]  # TRL GRPOConfig.scale_rewards
 
 
 class SQDParams(Section):
@@ -58,6 +60,8 @@ class RLDgemmParams(Section):
     temperature: float = Field(0.7, gt=0, le=5)
     beta: float = Field(0.02, ge=0, le=100)  # KL coefficient against the frozen SFT model
     loss_type: str = "dapo"  # one of TRL GRPOConfig's loss types (checked against the installed TRL)
+    # advantages: reward - group mean, divided by the group's std (group), the batch's std (batch) or not (none)
+    scale_rewards: ScaleRewards = "none"
     max_completion_length: int = Field(512, ge=8, le=1_048_576)
     bench_n: int = Field(256, ge=16, le=4096)  # completions are verified and timed at this size, short timing
     problems: int = Field(16, ge=1, le=1_000_000)  # distinct train problems drawn from problems_train.jsonl

@@ -92,7 +92,7 @@ def grpo_config(rp: RLDgemmParams, output_dir: Path, report_to: list[str]) -> GR
         "max_steps": rp.max_steps, "learning_rate": rp.learning_rate, "lr_scheduler_type": rp.lr_scheduler_type,
         "warmup_steps": rp.warmup_ratio, "per_device_train_batch_size": rp.per_device_train_batch_size,
         "num_generations": rp.num_generations, "gradient_accumulation_steps": rp.gradient_accumulation_steps,
-        "temperature": rp.temperature, "beta": rp.beta, "loss_type": rp.loss_type,
+        "temperature": rp.temperature, "beta": rp.beta, "loss_type": rp.loss_type, "scale_rewards": rp.scale_rewards,
         "max_completion_length": rp.max_completion_length, "save_strategy": "steps", "save_steps": rp.save_steps,
         "save_total_limit": rp.save_total_limit, "logging_steps": rp.logging_steps,
         "use_cpu": not cuda, "bf16": cuda and torch.cuda.is_bf16_supported(),
