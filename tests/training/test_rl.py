@@ -45,7 +45,7 @@ def test_config_from_params_and_passthrough(tmp_path: Path) -> None:
 
 
 def test_scale_rewards_is_ours_and_reaches_grpo(tmp_path: Path) -> None:
-    assert grpo_config(rl_params().rl_dgemm, tmp_path, []).scale_rewards == "none"  # the default (docs/sqd.md)
+    assert grpo_config(rl_params().rl_dgemm, tmp_path, []).scale_rewards == "none"  # the default (docs/experiments.md)
     assert grpo_config(rl_params(scale_rewards="group").rl_dgemm, tmp_path, []).scale_rewards == "group"
     with pytest.raises(ConfigError, match="rl_dgemm.scale_rewards"):
         parse_params({"rl_dgemm": {"scale_rewards": "std"}})
