@@ -9,9 +9,10 @@ checkpoint and resumes exactly. The rule and what is ours rather than the paper'
 Use::
 
     cur = SQDCurriculum(read_problems(Path("data/dgemm/problems_train.jsonl")), params.rl_dgemm.sqd, seed=1234)
-    messages = cur.prompt(pid)               # rendered at the problem's current stage
+    stage = cur.visit_stage(pid)             # the current stage, or an earlier one for a replay visit
+    messages = cur.prompt(pid, stage)        # rendered at that stage
     ...                                      # generate a group of completions, benchmark them
-    cur.record(pid, rewards)                 # True when the problem was promoted
+    cur.record(pid, rewards, stage)          # True when the problem was promoted
 
 Test: ``pytest tests/algorithms/test_sqd.py``.
 """
@@ -31,11 +32,13 @@ from hpcrl_core.bench.techniques import ALL_TECHNIQUES, Technique
 from hpcrl_core.config import SQDParams
 from hpcrl_core.data.dgemm_problems import Problem, problem_prompt
 from hpcrl_core.data.schema import Record, read_jsonl
+from hpcrl_core.data.stable import stable_unit
 from hpcrl_core.errors import ConfigError, DataError
 from hpcrl_core.files import read_json_file, write_text_atomic
 
 STATE_FILE = "sqd_state.json"  # the name of the curriculum's state inside a checkpoint folder
-STATE_VERSION = 2  # 2: a visit count instead of the visiting position (the sampler owns the order)
+STATE_VERSION = 3  # 2: a visit count instead of the visiting position (the sampler owns the order); 3: replays
+READABLE_VERSIONS = (2, 3)  # a version-2 state has had no replays
 STAGES: tuple[int, ...] = tuple(range(len(ALL_TECHNIQUES) + 1))  # 0 (plain kernel) .. 5 (anything)
 _PROBLEM_KEYS = ("problem_id", "n", "order", "stage")
 
@@ -152,8 +155,9 @@ class SQDCurriculum:
         self._problems = {p.id: p for p in problems}
         self._ids = sorted(self._problems)
         self._states = {p.id: _ProblemState(self._initial_stage(p)) for p in problems}
-        self._visits = 0  # visits recorded, all problems and stages
+        self._visits = 0  # visits recorded, all problems and stages (replays included)
         self._promotions = 0
+        self._replays = 0  # visits rendered at an earlier stage than the problem's current one
 
     def _initial_stage(self, p: Problem) -> int:
         if not self._params.enabled:
@@ -198,32 +202,67 @@ class SQDCurriculum:
         """The rewards of the problem's last (up to ``2 * window``) visits at its current stage, oldest first."""
         return [list(v) for v in self._state(pid).recent]
 
-    def problem(self, pid: str) -> Problem:
-        """The problem at its current stage (``permitted``/``forbidden`` follow the stage)."""
+    @property
+    def replays(self) -> int:
+        """Visits so far rendered at an earlier stage than their problem's current one (survives save/load)."""
+        return self._replays
+
+    def _checked_stage(self, pid: str, stage: int | None) -> int:
+        """``stage``, or the current one when None; ValueError outside the stages the problem has reached."""
+        current = self._state(pid).stage
+        if stage is None:
+            return current
+        lowest = self._initial_stage(self._problems[pid])
+        if isinstance(stage, bool) or not isinstance(stage, int) or not lowest <= stage <= current:
+            raise ValueError(f"problem {pid}: stage {stage!r} is not one it has reached ({lowest}..{current})")
+        return stage
+
+    def visit_stage(self, pid: str) -> int:
+        """The stage the problem's next visit is rendered at: its current stage, or with probability
+        ``replay`` one of the earlier stages it passed (uniformly). A function of the seed, the problem and the
+        visits recorded so far, so a resumed run draws the same stages."""
         state = self._state(pid)
-        return dataclasses.replace(self._problems[pid], stage=state.stage)
+        lowest = self._initial_stage(self._problems[pid])
+        if self._params.replay <= 0 or state.stage <= lowest:
+            return state.stage
+        if stable_unit("sqd-replay", self._seed, pid, self._visits) >= self._params.replay:
+            return state.stage
+        pick = stable_unit("sqd-replay-stage", self._seed, pid, self._visits)
+        return lowest + min(int(pick * (state.stage - lowest)), state.stage - lowest - 1)
 
-    def permitted(self, pid: str) -> frozenset[Technique]:
-        """The techniques permitted at the problem's current stage: the first ``stage`` of its order."""
-        return self.problem(pid).permitted
+    def problem(self, pid: str, stage: int | None = None) -> Problem:
+        """The problem at ``stage`` (default: its current stage); ``permitted``/``forbidden`` follow the stage.
 
-    def prompt(self, pid: str) -> list[dict[str, str]]:
-        """The problem's chat messages rendered at its current stage."""
-        return problem_prompt(self.problem(pid))
+        Raises:
+            KeyError: an unknown problem id.
+            ValueError: a stage the problem has not reached.
+        """
+        checked = self._checked_stage(pid, stage)  # raises the KeyError for an unknown id first
+        return dataclasses.replace(self._problems[pid], stage=checked)
 
-    def record(self, pid: str, rewards: Sequence[float]) -> bool:
+    def permitted(self, pid: str, stage: int | None = None) -> frozenset[Technique]:
+        """The techniques permitted at ``stage`` (default: the current one): the first ``stage`` of its order."""
+        return self.problem(pid, stage).permitted
+
+    def prompt(self, pid: str, stage: int | None = None) -> list[dict[str, str]]:
+        """The problem's chat messages rendered at ``stage`` (default: its current stage)."""
+        return problem_prompt(self.problem(pid, stage))
+
+    def record(self, pid: str, rewards: Sequence[float], stage: int | None = None) -> bool:
         """Record one visit (the rewards of one group of completions) and apply the promotion rule.
 
         Args:
             pid: the problem visited.
             rewards: one reward per completion of the group (length G); the visit's value is their mean.
+            stage: the stage the visit was rendered at (``visit_stage``); None = the current one. A visit at an
+                earlier stage (a replay) is counted but is not part of the promotion rule.
 
         Returns:
             True when the problem was promoted to the next stage (its visit history then starts afresh).
 
         Raises:
             KeyError: an unknown problem id.
-            ValueError: no rewards, or a reward that is not a finite number.
+            ValueError: no rewards, a reward that is not a finite number, or a stage the problem has not reached.
         """
         state = self._state(pid)
         values = [float(r) for r in rewards]
@@ -231,6 +270,10 @@ class SQDCurriculum:
             raise ValueError(f"problem {pid}: a visit needs the rewards of its group (one per completion); got none")
         if not all(math.isfinite(v) for v in values):
             raise ValueError(f"problem {pid}: rewards must be finite numbers, got {values}")
+        if self._checked_stage(pid, stage) < state.stage:
+            self._visits += 1
+            self._replays += 1
+            return False
         state.visits += 1
         self._visits += 1
         state.recent.append(values)
@@ -247,13 +290,14 @@ class SQDCurriculum:
 
     def stats(self) -> dict[str, float]:
         """Numbers to log each step: ``sqd/mean_stage``, ``sqd/stage_0`` .. ``sqd/stage_5`` (problem counts),
-        ``sqd/promotions`` and ``sqd/visits`` (so far, all problems)."""
+        ``sqd/promotions``, ``sqd/visits`` and ``sqd/replays`` (so far, all problems)."""
         stages = [s.stage for s in self._states.values()]
         counts = Counter(stages)
         out = {"sqd/mean_stage": fmean(stages)}
         out.update({f"sqd/stage_{s}": float(counts.get(s, 0)) for s in STAGES})
         out["sqd/promotions"] = float(self._promotions)
         out["sqd/visits"] = float(self._visits)
+        out["sqd/replays"] = float(self._replays)
         return out
 
     def _fingerprint(self) -> dict[str, Any]:
@@ -265,7 +309,7 @@ class SQDCurriculum:
         """Everything needed to continue exactly: stages, visit histories, promotions, visits, and
         the problems, params and seed it belongs to (checked on load). JSON-serialisable."""
         return {"version": STATE_VERSION, **self._fingerprint(),
-                "visits": self._visits, "promotions": self._promotions,
+                "visits": self._visits, "promotions": self._promotions, "replays": self._replays,
                 "states": {pid: {"stage": s.stage, "visits": s.visits, "recent": s.recent}
                            for pid, s in sorted(self._states.items())}}
 
@@ -276,9 +320,10 @@ class SQDCurriculum:
             ConfigError: the state belongs to other problems, params or seed (each difference listed), or is
                 malformed.
         """
-        if not isinstance(state, dict) or state.get("version") != STATE_VERSION:
+        if not isinstance(state, dict) or state.get("version") not in READABLE_VERSIONS:
             found = state.get("version") if isinstance(state, dict) else type(state).__name__
-            raise ConfigError(f"{source}: not an SQD state of version {STATE_VERSION} (found {found!r})")
+            raise ConfigError(f"{source}: not an SQD state of version {' or '.join(map(str, READABLE_VERSIONS))} "
+                              f"(found {found!r})")
         diffs = _differences(state, self._fingerprint())
         if diffs:
             raise ConfigError(f"{source}: cannot resume: the saved curriculum differs from this run's; start a fresh "
@@ -286,13 +331,14 @@ class SQDCurriculum:
         try:
             states = {pid: self._parse_problem_state(pid, state["states"][pid]) for pid in self._ids}
             visits, promotions = int(state["visits"]), int(state["promotions"])
+            replays = int(state.get("replays", 0))
         except (KeyError, TypeError, ValueError) as err:
             raise ConfigError(f"{source}: malformed SQD state ({type(err).__name__}: {err})") from None
         at_stages = sum(s.visits for s in states.values())
-        if visits < at_stages or not 0 <= promotions <= visits:
-            raise ConfigError(f"{source}: malformed SQD state: {visits} visits and {promotions} promotions do not fit "
-                              f"the {at_stages} visits recorded at the problems' current stages")
-        self._states, self._visits, self._promotions = states, visits, promotions
+        if visits < at_stages + replays or not 0 <= promotions <= visits or replays < 0:
+            raise ConfigError(f"{source}: malformed SQD state: {visits} visits, {replays} replays and {promotions} "
+                              f"promotions do not fit the {at_stages} visits recorded at the problems' current stages")
+        self._states, self._visits, self._promotions, self._replays = states, visits, promotions, replays
 
     def _parse_problem_state(self, pid: str, raw: dict[str, Any]) -> _ProblemState:
         stage, visits = int(raw["stage"]), int(raw["visits"])

@@ -25,7 +25,8 @@ class SQDParams(Section):
     completions for the problem) the curriculum looks at the problem's last ``window`` visits at its stage and
     promotes it when their mean reward reaches ``promote_reward``, or when it has plateaued: at least
     ``2 * window`` visits at the stage and the mean of the last ``window`` is not above the mean of the ``window``
-    before by more than ``plateau_tol`` (in reward units).
+    before by more than ``plateau_tol`` (in reward units). A share ``replay`` of the visits renders the problem at
+    one of the earlier stages it passed instead; those visits train but are not part of the promotion rule.
     """
 
     enabled: bool = True  # false: every problem keeps the stage it was generated with (plain GRPO)
@@ -34,6 +35,9 @@ class SQDParams(Section):
     window: int = Field(1, ge=1, le=10_000)
     promote_reward: float = 50.0  # with reward.mode relative and scale 100: half of numpy's GFLOPS
     plateau_tol: float = Field(5.0, ge=0)
+    # share of visits rendered at an earlier stage of the problem (uniform over the stages it passed), so the
+    # policy keeps answering the constrained prompts it passed; such replays never count toward promotion
+    replay: float = Field(0.0, ge=0.0, lt=1.0)
 
     @model_validator(mode="after")
     def _ordered(self) -> SQDParams:

@@ -3,8 +3,9 @@
 No maths here. ``SQDGRPOTrainer`` subclasses GRPOTrainer at two hooks only:
 
 - ``_generate_and_score_completions``: before generating, each row's prompt and permitted set are re-rendered at
-  its problem's *current* SQD stage (the dataset holds one row per problem; the curriculum owns the stage); after
-  scoring, the curriculum and archive statistics are logged for the step.
+  the stage the curriculum picks for its problem's visit (``visit_stage``: the current SQD stage, or an earlier
+  one for a replay; the dataset holds one row per problem, the curriculum owns the stage) and the row carries that
+  ``stage``; after scoring, the curriculum and archive statistics are logged for the step.
 - ``_save_checkpoint``: the curriculum state and the quality-diversity archive are written into ``checkpoint-N``
   *before* TRL writes ``trainer_state.json`` there, so a checkpoint that counts as complete
   (``checkpoints.last_checkpoint``) always carries them; a resumed run loads them back.
@@ -118,16 +119,23 @@ class Rollouts:
 
     def __call__(self, completions: Sequence[str], results: Sequence[BenchResult], rewards: Sequence[float],
                  columns: dict[str, Sequence[Any]]) -> None:
-        groups: dict[str, list[float]] = defaultdict(list)
+        groups: dict[tuple[str, int], list[float]] = defaultdict(list)
+        stages = columns.get("stage")
         for i, (code, res, reward) in enumerate(zip(completions, results, rewards, strict=True)):
             pid = str(columns["problem_id"][i])
-            groups[pid].append(float(reward))
+            stage = self.curriculum.stage(pid) if stages is None else int(stages[i])
+            groups[(pid, stage)].append(float(reward))
             if res.ok and res.gflops and not violates(res, frozenset(map(str, columns["permitted"][i]))):
-                self.archive.add(pid, frozenset(map(str, res.techniques)), float(res.gflops), code, self.step,
-                                 self.curriculum.stage(pid))
-        for pid, values in groups.items():
-            if self.curriculum.record(pid, values):
+                self.archive.add(pid, frozenset(map(str, res.techniques)), float(res.gflops), code, self.step, stage)
+        for (pid, stage), values in groups.items():
+            if self.curriculum.record(pid, values, stage):
                 self.promotions.append((self.step, pid, self.curriculum.stage(pid)))
+
+
+def _rendered(curriculum: SQDCurriculum, pid: str, stage: int) -> dict[str, Any]:
+    """The columns of a dataset row rendered at ``stage``: ``stage``, ``prompt`` and ``permitted``."""
+    return {"stage": stage, "prompt": curriculum.prompt(pid, stage),
+            "permitted": sorted(str(t) for t in curriculum.permitted(pid, stage))}
 
 
 class SQDGRPOTrainer(GRPOTrainer):
@@ -140,8 +148,8 @@ class SQDGRPOTrainer(GRPOTrainer):
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         cur = self.rollouts.curriculum
         self.rollouts.step = int(self.state.global_step)
-        staged = [{**x, "prompt": cur.prompt(x["problem_id"]),
-                   "permitted": sorted(str(t) for t in cur.permitted(x["problem_id"]))} for x in inputs]
+        stages = {pid: cur.visit_stage(pid) for pid in dict.fromkeys(x["problem_id"] for x in inputs)}
+        staged = [{**x, **_rendered(cur, x["problem_id"], stages[x["problem_id"]])} for x in inputs]
         out = super()._generate_and_score_completions(staged)
         for name, value in {**cur.stats(), **self.rollouts.archive.stats()}.items():
             self._log_metric(name, float(value))
@@ -156,12 +164,10 @@ class SQDGRPOTrainer(GRPOTrainer):
 
 
 def rl_dataset(curriculum: SQDCurriculum) -> Dataset:
-    """One row per problem: ``problem_id``, its prompt and permitted techniques at the current stage (the trainer
-    re-renders both at generation time, so the rows only fix which problems exist)."""
-    ids = list(curriculum.problem_ids)
-    return Dataset.from_dict({
-        "problem_id": ids, "prompt": [curriculum.prompt(p) for p in ids],
-        "permitted": [sorted(str(t) for t in curriculum.permitted(p)) for p in ids]})
+    """One row per problem: ``problem_id``, its current ``stage``, prompt and permitted techniques (the trainer
+    re-renders all three at generation time, so the rows only fix which problems exist)."""
+    rows = [{"problem_id": pid, **_rendered(curriculum, pid, curriculum.stage(pid))} for pid in curriculum.problem_ids]
+    return Dataset.from_list(rows)
 
 
 def load_curriculum(params: Params, data_dir: Path) -> SQDCurriculum:

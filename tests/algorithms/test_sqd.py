@@ -132,13 +132,14 @@ def _drive(cur: SQDCurriculum, steps: int, first_step: int) -> list[Any]:
         for pid in (ids[2 * step % len(ids)], ids[(2 * step + 1) % len(ids)]):
             rng = random.Random(f"{pid}:{step}")
             rewards = [rng.uniform(-2.0, 8.0) for _ in range(4)]
-            log.append((step, pid, cur.record(pid, rewards), cur.stage(pid)))
+            shown = cur.visit_stage(pid)
+            log.append((step, pid, shown, cur.record(pid, rewards, shown), cur.stage(pid)))
         log.append(cur.stats())
     return log
 
 
 def test_resume_continues_exactly(tmp_path: Path) -> None:
-    params: dict[str, Any] = {"window": 2, "promote_reward": 4.0, "plateau_tol": 0.5}
+    params: dict[str, Any] = {"window": 2, "promote_reward": 4.0, "plateau_tol": 0.5, "replay": 0.4}
     uninterrupted = _curriculum(seed=9, **params)
     _drive(uninterrupted, 7, 0)  # 14 visits over 6 problems: saved mid-way through the second pass
     uninterrupted.save(tmp_path / "sqd.json")
@@ -147,7 +148,7 @@ def test_resume_continues_exactly(tmp_path: Path) -> None:
     assert resumed.state_dict() == uninterrupted.state_dict()
     expected = _drive(uninterrupted, 20, 7)
     assert _drive(resumed, 20, 7) == expected
-    assert uninterrupted.promotions > 0  # the scenario exercises promotion
+    assert uninterrupted.promotions > 0 and uninterrupted.replays > 0  # the scenario exercises both
     assert _drive(_curriculum(seed=9, **params), 20, 7) != expected  # a fresh start would differ
 
 
@@ -215,3 +216,82 @@ def test_problems_are_read_back_from_records(tmp_path: Path) -> None:
     write_jsonl(path, [rec, rec])
     with pytest.raises(DataError, match="twice"):
         read_problems(path)
+
+
+def _at_stage(stage: int, **params: Any) -> SQDCurriculum:
+    """A curriculum whose first problem was promoted to ``stage`` (threshold 5, window 1)."""
+    cur = _curriculum(window=1, promote_reward=5.0, **params)
+    for _ in range(stage):
+        assert cur.record(PROBLEMS[0].id, [9.0])
+    return cur
+
+
+def test_replay_shows_earlier_stages_at_the_configured_share() -> None:
+    cur = _at_stage(3, replay=0.4, max_stage=3)
+    pid = PROBLEMS[0].id
+    shown = []
+    for _ in range(3000):
+        shown.append(cur.visit_stage(pid))
+        cur.record(pid, [1.0], shown[-1])
+    share = sum(s < 3 for s in shown) / len(shown)
+    assert share == pytest.approx(0.4, abs=0.04)
+    earlier = [s for s in shown if s < 3]
+    assert set(earlier) == {0, 1, 2} and all(abs(earlier.count(s) / len(earlier) - 1 / 3) < 0.05 for s in range(3))
+    assert cur.replays == len(earlier) and cur.stats()["sqd/replays"] == len(earlier)
+    assert cur.visits(pid) == len(shown) - len(earlier)  # only visits at the current stage count for promotion
+
+
+def test_replay_is_off_by_default_and_never_below_the_first_stage() -> None:
+    plain = _at_stage(3)
+    assert {plain.visit_stage(PROBLEMS[0].id) for _ in range(50)} == {3}
+    cur = _curriculum(replay=0.9, max_stage=0)
+    for pid in cur.problem_ids:  # every problem at its first stage: nothing earlier to replay
+        for _ in range(20):
+            stage = cur.visit_stage(pid)
+            assert stage == 0
+            cur.record(pid, [-1.0], stage)
+    started = _curriculum(replay=0.9, start_stage=None, max_stage=None)
+    assert all(started.visit_stage(p.id) == p.stage for p in PROBLEMS)
+
+
+def test_replayed_visits_leave_the_promotion_rule_alone() -> None:
+    cur = _at_stage(2, replay=0.5)
+    pid = PROBLEMS[0].id
+    assert cur.record(pid, [1.0], 2) is False  # one visit at the current stage, below the threshold
+    before = cur.history(pid)
+    for stage in (0, 1, 0):
+        assert cur.record(pid, [99.0], stage) is False  # far above the threshold, but at an earlier stage
+    assert cur.stage(pid) == 2 and cur.history(pid) == before and cur.visits(pid) == 1
+    assert cur.record(pid, [9.0], 2) is True  # the current stage's own visit promotes
+    assert cur.replays == 3 and cur.stats()["sqd/visits"] == 2 + 5
+
+
+def test_prompts_and_records_refuse_stages_not_reached() -> None:
+    cur = _at_stage(2)
+    pid = PROBLEMS[0].id
+    assert cur.permitted(pid, 1) == frozenset(PROBLEMS[0].order[:1])
+    assert _sections(cur.prompt(pid, 0))[0] == _sections(_curriculum().prompt(pid))[0]
+    for bad in (3, -1, 5):
+        with pytest.raises(ValueError, match="not one it has reached"):
+            cur.prompt(pid, bad)
+        with pytest.raises(ValueError, match="not one it has reached"):
+            cur.record(pid, [1.0], bad)
+    started = _curriculum(start_stage=None, max_stage=None)
+    generated = next(p for p in PROBLEMS if p.stage > 0)
+    with pytest.raises(ValueError, match="not one it has reached"):
+        started.permitted(generated.id, generated.stage - 1)  # below its first stage
+    assert cur.stats()["sqd/visits"] == 2
+
+
+def test_version_2_states_load_with_no_replays() -> None:
+    saved = _at_stage(2)
+    state = saved.state_dict()
+    state["version"] = 2
+    del state["replays"]
+    cur = _curriculum(window=1, promote_reward=5.0)
+    cur.load_state_dict(state)
+    assert cur.stage(PROBLEMS[0].id) == 2 and cur.replays == 0
+    state["replays"] = state["visits"] + 1
+    state["version"] = 3
+    with pytest.raises(ConfigError, match="malformed"):
+        cur.load_state_dict(state)

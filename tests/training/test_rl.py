@@ -14,13 +14,16 @@ from typing import Any
 
 import pytest
 
-from hpcrl_core.config import Params, Settings, parse_params
+from hpcrl_core.algorithms.archive import QDArchive
+from hpcrl_core.algorithms.sqd import SQDCurriculum
+from hpcrl_core.bench.result import BenchResult, Status
+from hpcrl_core.config import Params, Settings, SQDParams, parse_params
 from hpcrl_core.data.dgemm_problems import make_problems, problem_record
 from hpcrl_core.data.schema import write_jsonl
 from hpcrl_core.errors import ConfigError, DataError
 from hpcrl_core.models.tiny import build_tiny_model
 from hpcrl_core.models.tokenizer import save_tokenizer
-from hpcrl_core.training.rl import ARCHIVE, SQD_STATE, check_trl_options, grpo_config, run_rl
+from hpcrl_core.training.rl import ARCHIVE, SQD_STATE, Rollouts, check_trl_options, grpo_config, rl_dataset, run_rl
 from tests.conftest import FAST_BENCH
 from tests.models import TINY, sample_tokenizer
 
@@ -123,3 +126,30 @@ def test_trl_hooks_we_override_still_exist() -> None:
 
     for name in ("_generate_and_score_completions", "_save_checkpoint", "_log_metric", "_get_output_dir"):
         assert callable(getattr(GRPOTrainer, name, None)), name
+
+
+def test_rollouts_record_each_group_at_the_stage_it_was_shown() -> None:
+    problems = make_problems("train", 0, 2)
+    cur = SQDCurriculum(problems, SQDParams(window=1, promote_reward=50.0, replay=0.5), seed=0)
+    pid, other = problems[0].id, problems[1].id
+    for _ in range(2):
+        assert cur.record(pid, [60.0])  # promoted to stage 2 by the threshold
+    rollouts = Rollouts(cur, QDArchive(cur.problem_ids), step=7)
+    ok = BenchResult(Status.OK, n=32, gflops=3.0, techniques=())
+    # one step: a replay of `pid` at stage 0 (rewards above the threshold) and `other` at its current stage 0
+    rollouts(["a", "b", "c", "d"], [ok] * 4, [80.0, 80.0, 1.0, 1.0],
+             {"problem_id": [pid, pid, other, other], "stage": [0, 0, 0, 0], "permitted": [[], [], [], []]})
+    assert cur.stage(pid) == 2 and cur.replays == 1 and not rollouts.promotions  # a replay never promotes
+    assert cur.visits(other) == 1
+    elite = rollouts.archive.niche(pid, [])
+    assert elite is not None and elite.stage == 0 and elite.step == 7  # the stage the kernel was written at
+    rollouts(["e", "f"], [ok] * 2, [70.0, 70.0], {"problem_id": [pid, pid], "stage": [2, 2], "permitted": [[], []]})
+    assert rollouts.promotions == [(7, pid, 3)]
+
+
+def test_dataset_rows_carry_the_current_stage() -> None:
+    problems = make_problems("train", 0, 3)
+    cur = SQDCurriculum(problems, SQDParams(start_stage=None, max_stage=None), seed=0)
+    rows = rl_dataset(cur).to_list()
+    assert [r["stage"] for r in rows] == [cur.stage(r["problem_id"]) for r in rows]
+    assert all(r["permitted"] == sorted(str(t) for t in cur.permitted(r["problem_id"])) for r in rows)
