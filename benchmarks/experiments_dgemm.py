@@ -49,17 +49,44 @@ def variant_params(params: Params, variant: str, seed: int, steps: int | None) -
     return params.model_copy(update={"rl_dgemm": rp.model_copy(update=update)})
 
 
+def run_settings(p: Params, data: Path, sft: Path) -> dict[str, Any]:
+    """What a run's result depends on besides chance: the RL, reward and evaluation params, the data and SFT paths."""
+    return {"rl_dgemm": p.rl_dgemm.model_dump(mode="json"), "reward": p.reward.model_dump(mode="json"),
+            "evaluate": p.evaluate.model_dump(mode="json"), "data": str(data.resolve()), "sft": str(sft.resolve())}
+
+
+def settings_differences(saved: dict[str, Any], now: dict[str, Any], prefix: str = "") -> list[str]:
+    """One ``key: saved -> now`` line per leaf that differs between two ``run_settings``."""
+    lines = []
+    for key in sorted(set(saved) | set(now)):
+        old, new = saved.get(key), now.get(key)
+        if isinstance(old, dict) and isinstance(new, dict):
+            lines += settings_differences(old, new, f"{prefix}{key}.")
+        elif old != new:
+            lines.append(f"{prefix}{key}: {old!r} -> {new!r}")
+    return lines
+
+
 def one_run(params: Params, variant: str, seed: int, out: Path, data: Path, sft: Path,
             steps: int | None) -> dict[str, Any]:
     folder = out / f"{variant}-s{seed}"
     report_path = folder / "eval_dgemm.json"
-    if report_path.is_file():  # finished earlier: reuse (delete the folder to redo it)
-        return json.loads(report_path.read_text())
     p = variant_params(params, variant, seed, steps)
+    settings = run_settings(p, data, sft)
+    if report_path.is_file():  # finished earlier: reuse it, but only if it was run with these settings
+        report: dict[str, Any] = json.loads(report_path.read_text())
+        saved = report["meta"].get("settings")
+        if saved is None:
+            print(f"   reusing {folder}: it predates recorded settings, so they cannot be checked")
+        elif diffs := settings_differences(saved, settings):
+            raise SystemExit(f"{folder} holds a run with other settings; delete or move it to redo the run:\n  "
+                             + "\n  ".join(diffs))
+        return report
     trained = run_rl(p, data, sft, folder / "rl", report_to=[], settings=Settings())
     report, rows = evaluate_dgemm({"sft": sft, "rl": Path(trained["final_dir"])}, data, p, Settings(),
                                   progress=print)
     report["meta"]["rl_run"] = {k: v for k, v in trained.items() if isinstance(v, int | float | str)}
+    report["meta"]["settings"] = settings
     write_json(rows, folder / "eval_dgemm_samples.json")
     write_json(report, report_path)
     return report

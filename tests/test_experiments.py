@@ -5,9 +5,14 @@ Run: ``pytest tests/test_experiments.py``.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from benchmarks.experiments_dgemm import meets_target, per_run, table
+import pytest
+
+from benchmarks.experiments_dgemm import meets_target, one_run, per_run, run_settings, settings_differences, table
+from hpcrl_core.config import parse_params
+from hpcrl_core.evaluation.dgemm_eval import write_json
 
 
 def _report(sft_verified: float, sft_median: float, rl_verified: float, rl_median: float) -> dict[str, Any]:
@@ -32,3 +37,21 @@ def test_tables_show_mean_spread_and_each_run() -> None:
     rows = per_run(results, [1, 2])
     assert rows[2] == "| sqd | 1 | 80.0% | 85.0% | +5.0 | 2.00 | 6.00 | 3.00x | 0.750 | 7 | yes |"
     assert rows[3].endswith("| -10.0 | 2.00 | 6.00 | 3.00x | 0.750 | 7 | no |")
+
+
+def test_a_finished_run_is_reused_only_with_the_same_settings(tmp_path: Path) -> None:
+    params = parse_params({})
+    data, sft = tmp_path / "data", tmp_path / "sft"
+    report = _report(0.8, 2.0, 0.9, 5.0)
+    report["meta"]["settings"] = run_settings(params.model_copy(update={"rl_dgemm": params.rl_dgemm.model_copy(
+        update={"seed": 1})}), data, sft)
+    write_json(report, tmp_path / "out" / "sqd-s1" / "eval_dgemm.json")
+    assert one_run(params, "sqd", 1, tmp_path / "out", data, sft, None) == report  # nothing retrained
+    changed = parse_params({"rl_dgemm": {"beta": 0.1, "sqd": {"replay": 0.25}}})
+    with pytest.raises(SystemExit) as err:
+        one_run(changed, "sqd", 1, tmp_path / "out", data, sft, None)
+    assert f"rl_dgemm.beta: {params.rl_dgemm.beta!r} -> 0.1" in str(err.value)
+    assert f"rl_dgemm.sqd.replay: {params.rl_dgemm.sqd.replay!r} -> 0.25" in str(err.value)
+    with pytest.raises(SystemExit, match="sft: "):
+        one_run(params, "sqd", 1, tmp_path / "out", data, tmp_path / "other", None)
+    assert settings_differences({"a": {"b": 1}}, {"a": {"b": 1, "c": 2}}) == ["a.c: None -> 2"]
