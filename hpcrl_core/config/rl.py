@@ -32,7 +32,7 @@ class SQDParams(Section):
     enabled: bool = True  # false: every problem keeps the stage it was generated with (plain GRPO)
     start_stage: int | None = Field(0, ge=0, le=5)  # every problem starts here; null = its generated stage
     max_stage: int | None = Field(5, ge=0, le=5)  # no promotion beyond; null = the problem's generated stage
-    window: int = Field(1, ge=1, le=10_000)
+    window: int = Field(2, ge=1, le=10_000)
     promote_reward: float = 50.0  # with reward.mode relative and scale 100: half of numpy's GFLOPS
     plateau_tol: float = Field(5.0, ge=0)
     # share of visits rendered at an earlier stage of the problem (uniform over the stages it passed), so the
@@ -61,7 +61,7 @@ class RLDgemmParams(Section):
     per_device_train_batch_size: int = Field(8, ge=1, le=4096)  # completions per step
     num_generations: int = Field(8, ge=2, le=1024)  # G: completions per problem (one group)
     gradient_accumulation_steps: int = Field(1, ge=1, le=4096)
-    temperature: float = Field(0.7, gt=0, le=5)
+    temperature: float = Field(0.5, gt=0, le=5)
     beta: float = Field(0.5, ge=0, le=100)  # KL coefficient against the frozen SFT model (advantages in reward units)
     loss_type: str = "dapo"  # one of TRL GRPOConfig's loss types (checked against the installed TRL)
     # advantages: reward - group mean, divided by the group's std (group), the batch's std (batch) or not (none)
