@@ -153,7 +153,8 @@ def main() -> int:
     ap.add_argument("--data", default=str(ROOT / "data"))
     ap.add_argument("--sft", default=str(ROOT / "checkpoints" / "sft" / "final"))
     ap.add_argument("--out", default=str(ROOT / "experiments" / "dgemm"))
-    ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--no-write", action="store_true",
+                    help="print only; leave docs/experiments.md and <out>/results.json alone (runs are still kept)")
     a = ap.parse_args()
     params, out = load_params(a.params), Path(a.out)
     results: dict[str, list[dict[str, Any]]] = {}
@@ -162,7 +163,6 @@ def main() -> int:
             print(f"== {variant} seed {seed}")
             results.setdefault(variant, []).append(
                 one_run(params, variant, seed, out, Path(a.data), Path(a.sft), a.steps))
-    write_json(results, out / "results.json")
     first = next(iter(results.values()))[0]["meta"]
     lines = [f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC with `benchmarks/experiments_dgemm.py --seeds "
              f"{' '.join(map(str, a.seeds))} --variants {' '.join(a.variants)}"
@@ -172,6 +172,7 @@ def main() -> int:
              *per_run(results, a.seeds)]
     print("\n".join(lines))
     if not a.no_write:
+        write_json(results, out / "results.json")
         write_section(DOC, "experiments_dgemm", "\n".join(lines), "## Results", "# Experiments")
     return 0
 
