@@ -41,6 +41,7 @@ STATE_VERSION = 3  # 2: a visit count instead of the visiting position (the samp
 READABLE_VERSIONS = (2, 3)  # a version-2 state has had no replays
 STAGES: tuple[int, ...] = tuple(range(len(ALL_TECHNIQUES) + 1))  # 0 (plain kernel) .. 5 (anything)
 _PROBLEM_KEYS = ("problem_id", "n", "order", "stage")
+_ADDED_PARAMS: dict[str, Any] = {"replay": 0.0}  # sqd params newer than state version 2, with their old behaviour
 
 
 def problem_from_record(record: Record) -> Problem:
@@ -374,8 +375,10 @@ def _differences(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
         lines.append(f"seed: saved {saved.get('seed')!r}, this run {current['seed']!r}")
     saved_params = _mapping(saved.get("params"))
     for key, now in current["params"].items():
-        if saved_params.get(key) != now:
-            lines.append(f"sqd.{key}: saved {saved_params.get(key)!r}, this run {now!r}")
+        # a key the saved state predates ran with the behaviour of that key's no-op value (replay: 0)
+        then = saved_params.get(key, _ADDED_PARAMS.get(key))
+        if then != now:
+            lines.append(f"sqd.{key}: saved {then!r}, this run {now!r}")
     saved_problems = _mapping(saved.get("problems"))
     missing = sorted(set(current["problems"]) - set(saved_problems))
     extra = sorted(set(saved_problems) - set(current["problems"]))

@@ -287,10 +287,12 @@ def test_version_2_states_load_with_no_replays() -> None:
     saved = _at_stage(2)
     state = saved.state_dict()
     state["version"] = 2
-    del state["replays"]
+    del state["replays"], state["params"]["replay"]  # a version-2 state knows neither
     cur = _curriculum(window=1, promote_reward=5.0)
     cur.load_state_dict(state)
     assert cur.stage(PROBLEMS[0].id) == 2 and cur.replays == 0
+    with pytest.raises(ConfigError, match=r"sqd.replay: saved 0.0, this run 0.5"):
+        _curriculum(window=1, promote_reward=5.0, replay=0.5).load_state_dict(state)  # it had no replays
     state["replays"] = state["visits"] + 1
     state["version"] = 3
     with pytest.raises(ConfigError, match="malformed"):
