@@ -3,13 +3,14 @@ without SQD, over several seeds, from one SFT policy.
 
 For each variant and seed: ``run_rl`` from the SFT policy into ``experiments/dgemm/<variant>-s<seed>/`` (resumed
 if it was interrupted), then the held-out evaluation of SFT and that RL policy (``evaluate_dgemm``: same problems,
-same k, same temperature). Per variant it reports the mean and spread (population std over seeds) of the RL
+same k, same temperature). A finished run folder is reused only if its recorded settings (RL, reward and
+evaluation params; data and SFT paths) match this invocation's. Per variant it reports the mean and spread (population std over seeds) of the RL
 verified rate, median GFLOPS of verified kernels, its ratio to SFT's, the best GFLOPS and WinRate vs SFT.
 Variants: ``sqd`` = params.yaml as is; ``nosqd`` = ``rl_dgemm.sqd.enabled: false`` (problems keep their
 generated stage).
 
 Prints the table and writes it to docs/experiments.md (between markers), with every run's figures in
-``experiments/dgemm/results.json``.
+``experiments/dgemm/results.json`` (``--no-write``: prints only).
 
 Run: ``.venv/bin/python benchmarks/experiments_dgemm.py [--seeds 1 2 3] [--variants sqd nosqd] [--steps N]``
 (needs ``dvc repro sft``; each run takes rl_dgemm.max_steps RL steps plus one evaluation).
