@@ -4,8 +4,9 @@ without SQD, over several seeds, from one SFT policy.
 For each variant and seed: ``run_rl`` from the SFT policy into ``experiments/dgemm/<variant>-s<seed>/`` (resumed
 if it was interrupted), then the held-out evaluation of SFT and that RL policy (``evaluate_dgemm``: same problems,
 same k, same temperature). A finished run folder is reused only if its recorded settings (RL, reward and
-evaluation params; data and SFT paths) match this invocation's. Per variant it reports the mean and spread (population std over seeds) of the RL
-verified rate, median GFLOPS of verified kernels, its ratio to SFT's, the best GFLOPS and WinRate vs SFT.
+evaluation params; data and SFT paths) match this invocation's. Per variant it reports the mean and spread
+(population std over seeds) of the RL verified rate, median GFLOPS of verified kernels, its ratio to SFT's, the
+best GFLOPS and WinRate vs SFT.
 Variants: ``sqd`` = params.yaml as is; ``nosqd`` = ``rl_dgemm.sqd.enabled: false`` (problems keep their
 generated stage).
 
