@@ -271,12 +271,12 @@ class SQDCurriculum:
             raise ValueError(f"problem {pid}: a visit needs the rewards of its group (one per completion); got none")
         if not all(math.isfinite(v) for v in values):
             raise ValueError(f"problem {pid}: rewards must be finite numbers, got {values}")
-        if self._checked_stage(pid, stage) < state.stage:
-            self._visits += 1
+        shown = self._checked_stage(pid, stage)
+        self._visits += 1
+        if shown < state.stage:
             self._replays += 1
             return False
         state.visits += 1
-        self._visits += 1
         state.recent.append(values)
         del state.recent[:-2 * self._params.window]
         if not self._params.enabled or state.stage >= self._ceiling(self._problems[pid]):
