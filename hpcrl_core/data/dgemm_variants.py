@@ -79,12 +79,13 @@ def family_schedule(count: int) -> list[str]:
     return out
 
 
-def generate_variants(seed: int, count: int) -> list[Variant]:
+def generate_variants(seed: int, count: int, vary_names: bool = False) -> list[Variant]:
     """Generate ``count`` distinct kernel variants.
 
     Args:
-        seed: the batch's seed; the same seed and count give the same variants.
+        seed: the batch's seed; the same seed, count and ``vary_names`` give the same variants.
         count: how many variants (>= 0).
+        vary_names: draw identifier spellings too (``prepare.dgemm.vary_names``); off, each name has one spelling.
 
     Returns:
         Variants in schedule order, named ``NNNN:family:parameters``.
@@ -101,7 +102,7 @@ def generate_variants(seed: int, count: int) -> list[Variant]:
         make = FAMILIES[fam][0]
         for _ in range(_MAX_REDRAWS):
             sub = random.Random(rng.getrandbits(64))
-            draft = make(sub, random_style(sub))
+            draft = make(sub, random_style(sub, vary_names))
             key = normalise_code(draft.code)
             if key not in seen:
                 seen.add(key)

@@ -119,14 +119,14 @@ def _nest(tl: _Tiling, order: str, inner: str, omp: bool, rng: random.Random) ->
     return text
 
 
-def _sizes(rng: random.Random, local: bool) -> tuple[dict[str, str], dict[str, int]]:
+def _sizes(rng: random.Random, s: Style, local: bool) -> tuple[dict[str, str], dict[str, int]]:
     if rng.random() < 0.5:
-        name = rng.choice(("BS", "TILE", "BLK", "NB"))
+        name = s.pick(rng, ("BS", "TILE", "BLK", "NB"))
         value = rng.choice(TILES)
         return {d: name for d in "ijk"}, {name: value}
     sets = (("bm", "bn", "bk"), ("tile_m", "tile_n", "tile_k"), ("mc", "nc", "kc")) if local else \
         (("BI", "BJ", "BK"), ("TI", "TJ", "TK"), ("MB", "NB", "KB"))
-    names = rng.choice(sets)
+    names = s.pick(rng, sets)
     values = [rng.choice(TILES) for _ in range(3)]
     return dict(zip("ijk", names, strict=True)), dict(zip(names, values, strict=True))
 
@@ -134,7 +134,7 @@ def _sizes(rng: random.Random, local: bool) -> tuple[dict[str, str], dict[str, i
 def blocked(rng: random.Random, s: Style) -> Draft:
     """A tiled kernel; see the module docstring for the choices."""
     local = rng.random() < 0.2
-    sizes, values = _sizes(rng, local)
+    sizes, values = _sizes(rng, s, local)
     # Not local constants with block indices: the detector takes `blk * bs` for a pointer dereference (`* bs`) and
     # then does not know bs, so rule (3) of cache_blocking would miss the tiling.
     modes = ("end", "end", "inline", "and") if local else ("end", "end", "inline", "and", "index")

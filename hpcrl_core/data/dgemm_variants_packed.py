@@ -256,7 +256,7 @@ def packed(rng: random.Random, s: Style) -> Draft:
             f"{_rank1(c, ops) if c.kind != 'scalar' else ''}{_micro_kernel(c, ops)}{_PACKING}"
             f"{_driver_omp(c, s) if c.omp else _driver_seq(c, s)}")
     code = re.sub(r"MINF\(([^,()]+), ([^()]+)\)", lambda m: s.mn(m.group(1), m.group(2)), code)
-    names = rng.choice(_RENAMES)
+    names = s.pick(rng, _RENAMES)
     if names:
         code = re.sub(r"\b(" + "|".join(names) + r")\b", lambda m: names[m.group(1)], code)
     intended = {T.LOOP_REORDER, T.CACHE_BLOCKING, T.REGISTER_BLOCKING} | ({T.OPENMP} if c.omp else set())

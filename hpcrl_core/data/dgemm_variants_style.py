@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from hpcrl_core.bench.techniques import Technique
+
+_T = TypeVar("_T")
 
 # (row, column, reduction) index names and the matching tile-origin names; none collides with template locals.
 NAME_SETS: tuple[tuple[str, ...], ...] = (
@@ -43,6 +46,11 @@ _A_NAMES = ("a", "aik", "a_ik", "av")
 _CROW_NAMES = ("crow", "c_row", "Ci", "out")
 _BROW_NAMES = ("brow", "b_row", "Bk", "src")
 _MIN_NAMES = ("imin", "min_int", "mini")
+_DOT_NAMES = ("dot_col", "col_dot", "edge_dot")  # the edge helper of register-tile kernels
+# With ``vary_names`` off every name takes its first spelling. A kernel declares a name on one line and uses it on
+# many others; the tiny model (one token per line, so a name is fused into each line's tokens) often mixed two
+# drawn spellings in one kernel (``dot_col`` defined, ``edge_dot`` called; ``p`` declared, ``k`` used), and about
+# half of its compile errors were such mixes (docs/models.md). Layout, index style and constants still vary.
 
 
 @dataclass(frozen=True)
@@ -77,8 +85,14 @@ class Style:
     crow: str
     brow: str
     min_name: str
+    dot: str
     rowptr: bool
     const_locals: bool
+    vary_names: bool = True
+
+    def pick(self, rng: random.Random, pool: Sequence[_T]) -> _T:
+        """A family's own name choice: drawn from ``pool`` when names vary, else its first entry."""
+        return rng.choice(pool) if self.vary_names else pool[0]
 
     def at(self, m: str, r: str, c: str) -> str:
         """Element (r, c) of the n x n row-major matrix m; r and c must be parenthesised if compound."""
@@ -133,15 +147,20 @@ class Style:
         return "const " if self.const_locals else ""
 
 
-def random_style(rng: random.Random) -> Style:
-    """Draw a style (every choice independent, so surface variation multiplies across families)."""
-    i, j, k, ii, jj, kk = rng.choice(NAME_SETS)
+def random_style(rng: random.Random, vary_names: bool = True) -> Style:
+    """Draw a style (every choice independent, so surface variation multiplies across families); with
+    ``vary_names`` off, every identifier takes its first spelling and only layout and index style vary."""
+    def name(pool: tuple[str, ...]) -> str:
+        return rng.choice(pool) if vary_names else pool[0]
+
+    i, j, k, ii, jj, kk = rng.choice(NAME_SETS) if vary_names else NAME_SETS[0]
     return Style(i=i, j=j, k=k, ii=ii, jj=jj, kk=kk, index=rng.choice(("flat", "flat", "cast", "cast", "ptr")),
                  consts=rng.choice(("define", "define", "enum")), bound=rng.choice(("func", "macro", "ternary")),
                  comments=rng.choice(("none", "line", "line", "block")), indent=rng.choice(("    ", "    ", "  ")),
-                 allman=rng.random() < 0.3, signature=rng.choice(SIGNATURES), acc=rng.choice(_ACC_NAMES),
-                 aval=rng.choice(_A_NAMES), crow=rng.choice(_CROW_NAMES), brow=rng.choice(_BROW_NAMES),
-                 min_name=rng.choice(_MIN_NAMES), rowptr=rng.random() < 0.5, const_locals=rng.random() < 0.6)
+                 allman=rng.random() < 0.3, signature=rng.choice(SIGNATURES), acc=name(_ACC_NAMES),
+                 aval=name(_A_NAMES), crow=name(_CROW_NAMES), brow=name(_BROW_NAMES), min_name=name(_MIN_NAMES),
+                 dot=name(_DOT_NAMES), rowptr=rng.random() < 0.5, const_locals=rng.random() < 0.6,
+                 vary_names=vary_names)
 
 
 def omp_for(rng: random.Random, extra: str = "") -> str:

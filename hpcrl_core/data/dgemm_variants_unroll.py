@@ -59,7 +59,7 @@ def tile_scalar(rng: random.Random, s: Style) -> Draft:
     i, j = s.i, s.j
     mr, nr = rng.choice(((2, 2), (2, 2), (2, 4), (4, 2), (4, 4), (1, 4), (3, 3)))
     omp, simd = rng.random() < 0.35, rng.random() < 0.15
-    dot = rng.choice(("dot_col", "col_dot", "edge_dot"))
+    dot = s.dot
     edge_cols = "\n".join(f"{s.at('C', roff(i, r), j)} = {dot}(n, {s.row('A', roff(i, r))}, B, {j});"
                           for r in range(mr))
     jloops = (f"for (int {j} = 0; {j} < nfull; {j} += {nr}) {{\n{block(_tile_body(s, mr, nr, simd), 1)}\n}}\n"

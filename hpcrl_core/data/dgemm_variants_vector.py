@@ -159,7 +159,7 @@ def tile_vec(rng: random.Random, s: Style) -> Draft:
     vec = _random_vec(rng)
     mr, nv = rng.choice(((2, 2), (4, 2), (4, 1), (3, 2), (6, 1), (2, 3), (4, 3), (6, 2)))
     omp, kblock = rng.random() < 0.35, rng.random() < 0.35
-    i, j, width, dot = s.i, s.j, vec.w * nv, rng.choice(("dot_col", "edge_dot"))
+    i, j, width, dot = s.i, s.j, vec.w * nv, s.dot
     jloop = f"for (int {j} = 0; {j} < nfull; {j} += {width}) {{\n{block(_tile(s, vec, mr, nv, kblock), 1)}\n}}"
     main = f"{lead(omp_for(rng) if omp else '')}for (int {i} = 0; {i} < mfull; {i} += {mr}) {{\n{block(jloop, 1)}\n}}"
     if kblock:

@@ -28,8 +28,9 @@ def test_variants_are_deterministic_in_the_seed() -> None:
     assert [v.code for v in generate_variants(5, 30)] != [v.code for v in generate_variants(6, 30)]
 
 
-def test_variants_are_distinct_even_ignoring_comments_and_layout() -> None:
-    variants = generate_variants(0, 600)
+@pytest.mark.parametrize("vary_names", [False, True])
+def test_variants_are_distinct_even_ignoring_comments_and_layout(vary_names: bool) -> None:
+    variants = generate_variants(0, 600, vary_names)
     assert len({normalise_code(v.code) for v in variants}) == 600
     assert len({v.name for v in variants}) == 600
 
@@ -42,17 +43,34 @@ def test_a_small_batch_holds_every_family_in_proportion() -> None:
         assert abs(counts[f] / 1000 - share) < 0.01, (f, counts[f])
 
 
-def test_every_variant_keeps_the_contract_in_its_source() -> None:
-    for v in generate_variants(1, 300):
+@pytest.mark.parametrize("vary_names", [False, True])
+def test_every_variant_keeps_the_contract_in_its_source(vary_names: bool) -> None:
+    for v in generate_variants(1, 300, vary_names):
         assert len(_SIGNATURE.findall(v.code)) == 1, v.name
         assert set(_INCLUDE.findall(v.code)) <= set(HEADERS), v.name
         assert not re.search(r"\bmain\s*\(|printf|cblas|dgemm_\(", v.code), v.name
 
 
-def test_intended_techniques_agree_with_the_detector() -> None:
+@pytest.mark.parametrize("vary_names", [False, True])
+def test_intended_techniques_agree_with_the_detector(vary_names: bool) -> None:
     bad = [(v.name, sorted(v.intended), sorted(detect_techniques_in_source(v.code)))
-           for v in generate_variants(3, 400) if detect_techniques_in_source(v.code) != v.intended]
+           for v in generate_variants(3, 400, vary_names) if detect_techniques_in_source(v.code) != v.intended]
     assert not bad, bad[:5]
+
+
+# Loop variables and helper names that only a drawn spelling produces (the first spellings are i/j/k, imin,
+# dot_col, sum, a, crow, brow; tiles BS or BI/BJ/BK or bm/bn/bk; packed pack_a/pack_b).
+_DRAWN_NAMES = re.compile(r"\bfor \(int (p|row|col|y|x|i0|yb) = |\b(min_int|mini|col_dot|edge_dot|packA|pack_lhs)\("
+                          r"|\b(c_row|Ci|b_row|Bk) = |\b(TILE|BLK|TI|MB|tile_m) = ")
+
+
+def test_names_vary_only_when_asked() -> None:
+    fixed = [v.code for v in generate_variants(7, 300)]
+    assert not [c for c in fixed if _DRAWN_NAMES.search(c)]
+    assert sum("dot_col(" in c for c in fixed) >= 10 and sum("imin(" in c for c in fixed) >= 10
+    drawn = [v.code for v in generate_variants(7, 300, vary_names=True)]
+    found = {m.group(0) for c in drawn for m in _DRAWN_NAMES.finditer(c)}
+    assert len(found) >= 8, found
 
 
 def test_the_batch_spans_plain_kernels_and_every_technique() -> None:
