@@ -30,7 +30,7 @@ class DgemmPrepParams(Section):
     variants: int = Field(320, ge=1, le=100_000)  # kernel variants generated and benchmarked for the corpus
     bench_n: int = Field(256, ge=16, le=4096)  # size at which corpus kernels are verified and timed
     per_kernel: int = Field(3, ge=1, le=100)  # train prompts each verified kernel is paired with
-    vary_names: bool = False  # draw identifier spellings per variant (off: one spelling per name; docs/sft.md)
+    vary_names: bool = False  # draw identifier spellings per variant (off: one spelling per name; docs/models.md)
 
 
 class RacePrepParams(Section):
