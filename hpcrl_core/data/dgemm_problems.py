@@ -127,15 +127,18 @@ def make_problems(split: str, seed: int, count: int) -> list[Problem]:
     return out
 
 
-def _technique_lines(techs: frozenset[Technique]) -> str:
-    return "\n".join(f"- {t.value}: {DEFINITIONS[t]}" for t in ALL_TECHNIQUES if t in techs)
+def _technique_lines(techs: frozenset[Technique], prefix: str = "") -> str:
+    return "\n".join(f"- {prefix}{t.value}: {DEFINITIONS[t]}" for t in ALL_TECHNIQUES if t in techs)
 
 
 def problem_prompt(p: Problem) -> list[dict[str, str]]:
     """The user message of a problem: contract, size, permitted and forbidden techniques, answer format."""
     permitted = ("Permitted techniques:\n" + _technique_lines(p.permitted)) if p.permitted \
         else "Permitted techniques: none (write a plain kernel)."
-    forbidden = ("Forbidden techniques (a kernel using one is rejected):\n" + _technique_lines(p.forbidden)) \
+    # A forbidden line reads "- no simd: ...", never like the permitted line "- simd: ...". The tiny model's
+    # tokenizer makes each frequent line one token, so with equal lines a technique's token meant "use it" or
+    # "never use it" only through which heading came before it (docs/models.md).
+    forbidden = ("Forbidden techniques (a kernel using one is rejected):\n" + _technique_lines(p.forbidden, "no ")) \
         if p.forbidden else "Forbidden techniques: none."
     user = (f"Write a C99 function\n{SIGNATURE}\ncomputing C = A*B for row-major n x n matrices (element i,j at "
             f"[i*n+j]). Overwrite C: it arrives holding garbage. It must be correct for every n >= 1; tune it for "

@@ -115,12 +115,12 @@ def test_permitted_set_and_prompt_follow_the_stage() -> None:
     first = p.order[0]
     assert cur.permitted(p.id) == frozenset()
     permitted, forbidden = _sections(cur.prompt(p.id))
-    assert "none" in permitted and f"- {first.value}:" in forbidden
+    assert "none" in permitted and f"- no {first.value}:" in forbidden
     assert cur.record(p.id, [9.0])
     assert cur.permitted(p.id) == frozenset({first})
     permitted, forbidden = _sections(cur.prompt(p.id))
-    assert f"- {first.value}:" in permitted and f"- {first.value}:" not in forbidden
-    assert f"- {p.order[1].value}:" in forbidden
+    assert f"- {first.value}:" in permitted and f" {first.value}:" not in forbidden
+    assert f"- no {p.order[1].value}:" in forbidden
     assert cur.problem(p.id).stage == 1 and cur.problem(p.id).order == p.order
 
 

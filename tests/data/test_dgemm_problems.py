@@ -83,9 +83,13 @@ def test_prompt_lists_permitted_and_forbidden_with_definitions() -> None:
     for p in make_problems("train", 3, 60):
         permitted, forbidden = _sections(p)
         for t in ALL_TECHNIQUES:
-            inside, outside = (permitted, forbidden) if t in p.permitted else (forbidden, permitted)
-            assert f"- {t.value}: {DEFINITIONS[t]}" in inside, (p, t)
-            assert f"- {t.value}:" not in outside, (p, t)
+            if t in p.permitted:
+                assert f"- {t.value}: {DEFINITIONS[t]}" in permitted, (p, t)
+                assert f" {t.value}:" not in forbidden, (p, t)
+            else:  # a forbidden line never reads like a permitted one: "- no simd: ..."
+                assert f"- no {t.value}: {DEFINITIONS[t]}" in forbidden, (p, t)
+                assert f" {t.value}:" not in permitted, (p, t)
+                assert f"- {t.value}:" not in forbidden, (p, t)
 
 
 def test_prompt_of_stage_zero_and_full_stage() -> None:
