@@ -43,10 +43,20 @@ def prepare_race(language: str, p: PrepareParams, progress: Progress | None = No
             records += load_dataracebench(Path(str(path)), language)
         else:
             records += load_hpcgpt_race(Path(str(path)), language)
-    out = finish(family, records, p, key=lambda r: f"{r.answer}|{r.metadata.get('pattern')}", strip=True, t0=t0)
+    out = finish(family, records, p, key=_race_stratum, group=_race_group, strip=True, t0=t0)
     if language == "c" and p.race.tsan:
         _tsan_report(out, progress)
     return out
+
+
+def _race_stratum(r: Record) -> str:
+    """Split stratum: the pattern, and the label unless the item is half of a minimal pair (a pair holds both)."""
+    return f"{r.metadata.get('pattern')}|{'pair' if r.provenance.get('pair') else r.answer}"
+
+
+def _race_group(r: Record) -> str:
+    """Both halves of a synthetic minimal pair go to the same side of the split; other items are their own group."""
+    return str(r.provenance.get("pair") or r.id)
 
 
 def _tsan_report(out: FamilyOutput, progress: Progress | None) -> None:

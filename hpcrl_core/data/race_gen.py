@@ -7,6 +7,13 @@ Names, sizes, element types, memory layout, loop bounds, brace style and harmles
 seed; no identifier names the label. The same ``(language, per_pattern, seed)`` always gives the same records, and
 item ``j`` of a pattern does not depend on ``per_pattern`` (a larger count extends a smaller one).
 
+Items come in minimal pairs: the racy item ``2m`` and the race-free item ``2m + 1`` of a pattern are drawn from one
+seed, so they share names, sizes, types and layout up to where the kernel's choice of fix starts drawing (a
+comment or an extra statement after that point may differ). A model trained on such pairs has to find what makes
+the race, not what tells two unrelated programs apart: with the tiny SFT model on race items alone, held-out F1
+rose from 0.62 to 0.86 at the same size and steps (docs/models.md). ``provenance["pair"]`` names the pair, and
+the prepare stage keeps both halves of a pair on one side of the train/eval split.
+
 Labels follow OpenMP semantics, not what one run shows: an ``omp simd`` loop with a loop-carried dependence is a
 race (SIMD lanes run iterations concurrently) although no second thread exists; ThreadSanitizer cannot see those
 (see ``race_tsan``).
@@ -32,7 +39,7 @@ from hpcrl_core.errors import DataError
 
 SYSTEM = "You are an expert in parallel programming with OpenMP in C, C++ and Fortran."
 QUESTION = "Does the following OpenMP program contain a data race? Answer yes or no, then explain briefly."
-SOURCE = "synthetic:race@1"
+SOURCE = "synthetic:race@2"  # @2: minimal pairs (@1 drew every item from its own seed)
 FAMILIES = {"c": "race_c", "fortran": "race_fortran"}
 FENCES = {"c": "c", "fortran": "fortran"}
 PATTERNS = ("missing_private", "missing_reduction", "loop_carried", "missing_barrier", "missing_taskwait",
@@ -92,26 +99,28 @@ def generate_race_items(language: str, per_pattern: int, seed: int) -> list[Reco
     for pattern in PATTERNS:
         for j in range(2 * per_pattern):
             label = "no" if j % 2 else "yes"
-            code, reason = _program(language, pattern, label == "yes", seed, j, seen)
+            code, reason = _program(language, pattern, label == "yes", seed, j // 2, seen)
             out.append(Record(family=FAMILIES[language], answer=label,
                               prompt=messages(SYSTEM, race_question(code, FENCES[language])),
                               completion=assistant(f"{label}: {reason}."),
                               metadata=race_metadata(language, pattern, label),
-                              provenance={"source": SOURCE, "seed": seed, "index": len(out)}))
+                              provenance={"source": SOURCE, "seed": seed, "index": len(out),
+                                          "pair": f"{language}:{pattern}:{j // 2}"}))
     return out
 
 
-def _program(language: str, pattern: str, race: bool, seed: int, j: int, seen: set[str]) -> tuple[str, str]:
-    """A program not yet in ``seen`` (redrawn deterministically on the rare collision) and its reason."""
+def _program(language: str, pattern: str, race: bool, seed: int, pair: int, seen: set[str]) -> tuple[str, str]:
+    """A program of pair ``pair`` not yet in ``seen`` (redrawn deterministically on the rare collision), and its
+    reason. Both halves of a pair start from the same random stream."""
     for attempt in range(100):
-        key = f"{seed}:{language}:{pattern}:{j}:{attempt}".encode()
+        key = f"{seed}:{language}:{pattern}:{pair}:{attempt}".encode()
         prog = _Prog(random.Random(int.from_bytes(hashlib.sha256(key).digest()[:8], "big")), language)
         kernel, reason = KERNELS[pattern](prog, race)
         code = prog.render(kernel)
         if code not in seen:
             seen.add(code)
             return code, reason
-    raise DataError(f"race generator: could not draw a new {pattern} program for item {j}")  # pragma: no cover
+    raise DataError(f"race generator: could not draw a new {pattern} program for pair {pair}")  # pragma: no cover
 
 
 class _Prog:

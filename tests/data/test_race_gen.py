@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from hpcrl_core.config import parse_params
+from hpcrl_core.data.families import prepare_race
 from hpcrl_core.data.race_gen import PATTERNS, SYSTEM, generate_race_items
 from hpcrl_core.data.schema import Record
 from hpcrl_core.errors import DataError
@@ -65,7 +67,8 @@ def test_record_shape() -> None:
         for i, r in enumerate(generate_race_items(language, 1, seed=0)):
             assert r.metadata == {"language": language, "pattern": r.metadata["pattern"], "label": r.answer,
                                   "tsan": None, "source_name": None}
-            assert r.provenance == {"source": "synthetic:race@1", "seed": 0, "index": i}
+            assert r.provenance == {"source": "synthetic:race@2", "seed": 0, "index": i,
+                                    "pair": f"{language}:{r.metadata['pattern']}:0"}  # one pair per pattern
             assert r.prompt[0] == {"role": "system", "content": SYSTEM}
             assert r.question.startswith("Does the following OpenMP program contain a data race? Answer yes or no, "
                                          f"then explain briefly.\n\n```{language}\n")
@@ -75,6 +78,41 @@ def test_record_shape() -> None:
             for name in named(r):  # the reason names variables of this program
                 base = re.split(r"[\[(]", name)[0]
                 assert re.search(rf"\b{re.escape(base)}\b", code), (name, code)
+
+
+def _identifiers(r: Record) -> set[str]:
+    return set(re.findall(r"[A-Za-z_]\w*", code_of(r)))
+
+
+def _jaccard(a: set[str], b: set[str]) -> float:
+    return len(a & b) / len(a | b)
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_items_come_in_minimal_pairs(language: str) -> None:
+    recs = generate_race_items(language, 6, seed=3)
+    halves = list(zip(recs[::2], recs[1::2], strict=True))
+    for racy, fixed in halves:
+        assert (racy.answer, fixed.answer) == ("yes", "no")
+        assert racy.provenance["pair"] == fixed.provenance["pair"]
+        assert racy.metadata["pattern"] == fixed.metadata["pattern"]
+    assert len({a.provenance["pair"] for a, _ in halves}) == len(halves)
+    # The two halves of a pair share most names; a racy item and the fixed half of another pair share far fewer.
+    within = [_jaccard(_identifiers(a), _identifiers(b)) for a, b in halves]
+    across = [_jaccard(_identifiers(a), _identifiers(b)) for (a, _), (_, b) in zip(halves, halves[1:] + halves[:1],
+                                                                                 strict=True)]
+    assert sum(within) / len(within) > 0.7
+    assert sum(within) / len(within) > sum(across) / len(across) + 0.2
+
+
+def test_the_split_keeps_both_halves_of_a_pair_together() -> None:
+    params = parse_params({"prepare": {"race": {"per_pattern": 12, "tsan": False}}}).prepare
+    for language in LANGUAGES:
+        out = prepare_race(language, params)
+        train, evals = out.files["train.jsonl"], out.files["eval.jsonl"]
+        assert {r.provenance["pair"] for r in train}.isdisjoint({r.provenance["pair"] for r in evals})
+        assert Counter(r.answer for r in evals) == {"yes": len(PATTERNS), "no": len(PATTERNS)}
+        assert Counter(r.metadata["pattern"] for r in evals) == {p: 2 for p in PATTERNS}  # one pair per pattern
 
 
 def test_no_identifier_gives_the_label_away() -> None:
