@@ -34,7 +34,7 @@ class DgemmPrepParams(Section):
 
 
 class RacePrepParams(Section):
-    per_pattern: int = Field(12, ge=1, le=10_000)  # synthetic items per (pattern, label)
+    per_pattern: int = Field(40, ge=1, le=10_000)  # synthetic items per (pattern, label); pairs: docs/data.md
     tsan: bool = True  # run C items under ThreadSanitizer and report agreement in the card
 
 
