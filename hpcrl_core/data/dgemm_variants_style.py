@@ -88,7 +88,7 @@ class Style:
     dot: str
     rowptr: bool
     const_locals: bool
-    vary_names: bool = True
+    vary_names: bool
 
     def pick(self, rng: random.Random, pool: Sequence[_T]) -> _T:
         """A family's own name choice: drawn from ``pool`` when names vary, else its first entry."""
@@ -147,7 +147,7 @@ class Style:
         return "const " if self.const_locals else ""
 
 
-def random_style(rng: random.Random, vary_names: bool = True) -> Style:
+def random_style(rng: random.Random, vary_names: bool) -> Style:
     """Draw a style (every choice independent, so surface variation multiplies across families); with
     ``vary_names`` off, every identifier takes its first spelling and only layout and index style vary."""
     def name(pool: tuple[str, ...]) -> str:
