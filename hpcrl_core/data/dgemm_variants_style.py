@@ -53,6 +53,11 @@ _DOT_NAMES = ("dot_col", "col_dot", "edge_dot")  # the edge helper of register-t
 # half of its compile errors were such mixes (docs/models.md). Layout, index style and constants still vary.
 
 
+def pick_name(rng: random.Random, pool: Sequence[_T], vary_names: bool) -> _T:
+    """A spelling from ``pool``: drawn when names vary, else the first (the one spelling the tiny model sees)."""
+    return rng.choice(pool) if vary_names else pool[0]
+
+
 @dataclass(frozen=True)
 class Draft:
     """What a family generator returns: ``desc`` names the parameters (it becomes part of the variant name)."""
@@ -92,7 +97,7 @@ class Style:
 
     def pick(self, rng: random.Random, pool: Sequence[_T]) -> _T:
         """A family's own name choice: drawn from ``pool`` when names vary, else its first entry."""
-        return rng.choice(pool) if self.vary_names else pool[0]
+        return pick_name(rng, pool, self.vary_names)
 
     def at(self, m: str, r: str, c: str) -> str:
         """Element (r, c) of the n x n row-major matrix m; r and c must be parenthesised if compound."""
@@ -150,10 +155,10 @@ class Style:
 def random_style(rng: random.Random, vary_names: bool) -> Style:
     """Draw a style (every choice independent, so surface variation multiplies across families); with
     ``vary_names`` off, every identifier takes its first spelling and only layout and index style vary."""
-    def name(pool: tuple[str, ...]) -> str:
-        return rng.choice(pool) if vary_names else pool[0]
+    def name(pool: Sequence[_T]) -> _T:
+        return pick_name(rng, pool, vary_names)
 
-    i, j, k, ii, jj, kk = rng.choice(NAME_SETS) if vary_names else NAME_SETS[0]
+    i, j, k, ii, jj, kk = name(NAME_SETS)
     return Style(i=i, j=j, k=k, ii=ii, jj=jj, kk=kk, index=rng.choice(("flat", "flat", "cast", "cast", "ptr")),
                  consts=rng.choice(("define", "define", "enum")), bound=rng.choice(("func", "macro", "ternary")),
                  comments=rng.choice(("none", "line", "line", "block")), indent=rng.choice(("    ", "    ", "  ")),
