@@ -98,14 +98,14 @@ def generate_race_items(language: str, per_pattern: int, seed: int) -> list[Reco
     seen: set[str] = set()
     for pattern in PATTERNS:
         for j in range(2 * per_pattern):
-            label = "no" if j % 2 else "yes"
-            code, reason = _program(language, pattern, label == "yes", seed, j // 2, seen)
+            label, pair = "no" if j % 2 else "yes", j // 2
+            code, reason = _program(language, pattern, label == "yes", seed, pair, seen)
             out.append(Record(family=FAMILIES[language], answer=label,
                               prompt=messages(SYSTEM, race_question(code, FENCES[language])),
                               completion=assistant(f"{label}: {reason}."),
                               metadata=race_metadata(language, pattern, label),
                               provenance={"source": SOURCE, "seed": seed, "index": len(out),
-                                          "pair": f"{language}:{pattern}:{j // 2}"}))
+                                          "pair": f"{language}:{pattern}:{pair}"}))
     return out
 
 
