@@ -2,7 +2,8 @@
 a randomly drawn surface style, every one correct for any n >= 1.
 
 Families (module, share of a batch, GFLOPS on one core of the 2-core dev VM at n = 256, min / median / max of a
-400-variant batch; the VM is shared and noisy):
+400-variant batch; the VM is shared and noisy;
+blocked: 54 kernels of the 320-variant default batch):
 
 ==============  ==========================  =====  ===================================================  ============
 family          module                      share  what                                                 GFLOPS
@@ -11,7 +12,7 @@ naive           dgemm_variants_loops        9%     i-j-k / j-i-k scalar accumula
 reorder         dgemm_variants_loops        14%    i-k-j, k-i-j; j-k-i, k-j-i (column walks, slow)      0.2 / 5 / 24
 tile_scalar     dgemm_variants_unroll       7%     MR x NR scalar register tile, k innermost            1.5 / 3.3 / 12
 ikj_unrolled    dgemm_variants_unroll       10%    i-k-j with k or i unrolled by 2/4                    5 / 19 / 30
-blocked         dgemm_variants_blocked      17%    tiles 16..128 in several orders                      0.6 / 5.5 / 30
+blocked         dgemm_variants_blocked      17%    tiles 16..128, inside half i-k-j, half i-j-k         1.4 / 3 / 23
 ikj_vec         dgemm_variants_vector       10%    i-k-j, j loop in AVX2/AVX-512 vectors                3.5 / 13 / 20
 tile_vec        dgemm_variants_vector       13%    vector register tile, optional k blocking            5 / 20 / 60
 packed          dgemm_variants_packed       20%    packed micro-kernels (Goto/BLIS), several MR x NR    16 / 38 / 66
