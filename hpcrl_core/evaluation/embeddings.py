@@ -120,7 +120,7 @@ def embed(texts: Sequence[str], batch_size: int = 32) -> torch.Tensor:
     return torch.cat(chunks)
 
 
-def plp_similarity(predictions: Sequence[str], references: Sequence[str]) -> dict[str, float]:
+def plp_similarity(predictions: Sequence[str], references: Sequence[str]) -> dict[str, Any]:
     """PLP similarity: per-item cosine of the prediction's and the reference's embeddings, summarised.
 
     Args:
@@ -128,7 +128,8 @@ def plp_similarity(predictions: Sequence[str], references: Sequence[str]) -> dic
         references: the reference answers, in the same order.
 
     Returns:
-        ``mean`` and ``median`` cosine similarity (in [-1, 1]; 1 for identical texts) and ``n``.
+        ``mean`` and ``median`` cosine similarity (in [-1, 1]; 1 for identical texts), ``n``, and ``cosines`` (one
+        per item, in order).
 
     Raises:
         ValueError: lengths differ, or there are no items.
@@ -141,4 +142,5 @@ def plp_similarity(predictions: Sequence[str], references: Sequence[str]) -> dic
         raise ValueError("plp_similarity: no items; pass at least one prediction and reference")
     pred, ref = embed(predictions), embed(references)  # (N, 384) each, unit-norm rows
     cosines = (pred * ref).sum(dim=1).tolist()
-    return {"mean": statistics.fmean(cosines), "median": statistics.median(cosines), "n": len(cosines)}
+    return {"mean": statistics.fmean(cosines), "median": statistics.median(cosines), "n": len(cosines),
+            "cosines": cosines}

@@ -10,7 +10,12 @@
   ``evaluate.max_items_per_family`` items of ``data/<family>/eval.jsonl``, scored by ``metrics.py`` and
   ``embeddings.py``. A family whose eval file is missing or empty is ``null``, with a note in ``meta.notes``.
 
-``write_report`` writes it atomically as JSON (``reports/sft.json``, a DVC metrics file).
+``write_report`` writes it atomically as JSON (``reports/sft.json``, a DVC metrics file). With ``samples_path``
+every evaluated item is also written, one JSON object per line (``reports/sft_samples.jsonl``), so a failure can be
+read without generating again: ``family``, ``id`` and, for DGEMM, ``sample``, ``permitted``, ``status``, ``detail``
+(the compiler's or checker's message), ``techniques``, ``respects``, ``gflops`` and the ``completion``; for the task
+families the ``prediction``, the ``gold`` answer and its score (``parsed`` and ``correct`` for race, ``exact`` and
+``score`` for MLPerf, ``similarity`` for PLP).
 
 Run: ``.venv/bin/python -m hpcrl_core.evaluation.runner [MODEL_DIR] [DATA_DIR] [REPORT] [PARAMS]``
 (defaults ``checkpoints/sft/final data reports/sft.json params.yaml``).
@@ -36,14 +41,16 @@ from hpcrl_core.bench.executor import LocalExecutor
 from hpcrl_core.bench.result import BenchResult, Status
 from hpcrl_core.config import Params, Settings, load_params
 from hpcrl_core.data.families import corpus_bench_params
+from hpcrl_core.data.mlperf import exact_match, tiered_score
 from hpcrl_core.data.schema import Record, read_jsonl
 from hpcrl_core.evaluation.embeddings import plp_similarity
 from hpcrl_core.evaluation.generate import generate
-from hpcrl_core.evaluation.metrics import mlperf_scores, race_f1
+from hpcrl_core.evaluation.metrics import mlperf_scores, parse_race_answer, race_f1
 from hpcrl_core.files import write_text_atomic
 from hpcrl_core.models.saved import load_saved_policy
 
 Progress = Callable[[str], None]
+Rows = list[dict[str, Any]]
 NOT_COMPILED = frozenset({Status.FORMAT_VIOLATION, Status.COMPILE_ERROR})
 RACE_FAMILIES = ("race_c", "race_fortran")
 
@@ -124,7 +131,7 @@ def _ticker(progress: Progress | None, label: str) -> Callable[[int, int], None]
 
 
 def _eval_dgemm(model: Any, tokenizer: PreTrainedTokenizerBase, data_dir: Path, params: Params, settings: Settings,
-                notes: dict[str, str], progress: Progress | None) -> dict[str, Any] | None:
+                notes: dict[str, str], progress: Progress | None, rows: Rows) -> dict[str, Any] | None:
     ep = params.evaluate
     problems = _eval_items(data_dir, "dgemm", "problems_eval.jsonl", ep.max_problems, notes)
     if not problems:
@@ -138,6 +145,12 @@ def _eval_dgemm(model: Any, tokenizer: PreTrainedTokenizerBase, data_dir: Path, 
     cache = ResultCache(Path(settings.cache_dir) / "bench.sqlite") if bench.cache else None
     with LocalExecutor(Engine(bench, settings), cache) as ex:
         results = ex.map(completions, n=ep.bench_n, progress=_ticker(progress, "dgemm: benchmarked kernels"))
+    k = ep.samples_per_problem
+    for i, (text, res, allowed) in enumerate(zip(completions, results, permitted, strict=True)):
+        rows.append({"family": "dgemm", "id": problems[i // k].id, "sample": i % k, "permitted": sorted(allowed),
+                     "status": res.status.value, "detail": res.detail, "techniques": list(res.techniques),
+                     "respects": set(res.techniques) <= set(allowed) if res.ok else None,
+                     "gflops": res.gflops, "completion": text})
     return {**dgemm_metrics(results, permitted), "problems": len(problems), "k": ep.samples_per_problem,
             "bench_n": ep.bench_n, "temperature": ep.temperature}
 
@@ -152,7 +165,7 @@ def _greedy(model: Any, tokenizer: PreTrainedTokenizerBase, records: Sequence[Re
 
 
 def _eval_qa(family: str, model: Any, tokenizer: PreTrainedTokenizerBase, data_dir: Path, params: Params,
-             notes: dict[str, str], progress: Progress | None) -> dict[str, Any] | None:
+             notes: dict[str, str], progress: Progress | None, rows: Rows) -> dict[str, Any] | None:
     """Greedy answers to one task family (``race`` pools race_c and race_fortran), scored by its metric."""
     limit = params.evaluate.max_items_per_family
     if family == "race":
@@ -163,18 +176,30 @@ def _eval_qa(family: str, model: Any, tokenizer: PreTrainedTokenizerBase, data_d
     if not records:
         return None
     answers = _greedy(model, tokenizer, records, params, family, progress)
+    base: Rows = [{"family": r.family, "id": r.id, "prediction": a, "gold": r.answer or r.response}
+                   for r, a in zip(records, answers, strict=True)]
     if family == "race":
+        for row in base:
+            row["parsed"] = parse_race_answer(row["prediction"])
+            row["correct"] = row["parsed"] == row["gold"].strip().lower()
+        rows.extend(base)
         return {**race_f1(answers, [r.answer for r in records]), **{f"n_{f}": len(parts[f]) for f in RACE_FAMILIES}}
     if family == "mlperf":
         scores = mlperf_scores(answers, records)
+        for row, r in zip(base, records, strict=True):
+            row["exact"], row["score"] = exact_match(row["prediction"], r), tiered_score(row["prediction"], r)
+        rows.extend(base)
         return {"em": scores["exact_match"], "avg_score": scores["tiered_score"], "n": scores["n"]}
     sim = plp_similarity(answers, [r.answer or r.response for r in records])
+    for row, cos in zip(base, sim["cosines"], strict=True):
+        row["similarity"] = cos
+    rows.extend(base)
     # Cosine similarity lies in [-1, 1]; the mean is reported as is (sentence embeddings rarely go negative).
     return {"similarity": sim["mean"], "median": sim["median"], "n": sim["n"]}
 
 
 def evaluate_policy(model_dir: Path, data_dir: Path, params: Params, settings: Settings,
-                    progress: Progress | None = None) -> dict[str, Any]:
+                    progress: Progress | None = None, samples_path: Path | None = None) -> dict[str, Any]:
     """Evaluate the model saved in ``model_dir`` on the held-out data under ``data_dir`` (see the module docstring).
 
     Args:
@@ -183,6 +208,7 @@ def evaluate_policy(model_dir: Path, data_dir: Path, params: Params, settings: S
         params: validated params; ``evaluate`` and ``bench`` are read.
         settings: cache and scratch folders of the benchmark engine.
         progress: called with a line of text as sampling and benchmarking advance.
+        samples_path: where to write every evaluated item as JSON lines (see the module docstring); None: not kept.
 
     Returns:
         ``{"dgemm": {...} | None, "race": {...} | None, "mlperf": {...} | None, "plp": {...} | None,
@@ -195,18 +221,21 @@ def evaluate_policy(model_dir: Path, data_dir: Path, params: Params, settings: S
     notes: dict[str, str] = {}
     seconds: dict[str, float] = {}
     report: dict[str, Any] = {}
+    rows: Rows = []
     t0 = time.monotonic()
-    report["dgemm"] = _eval_dgemm(model, tokenizer, data_dir, params, settings, notes, progress)
+    report["dgemm"] = _eval_dgemm(model, tokenizer, data_dir, params, settings, notes, progress, rows)
     seconds["dgemm"] = time.monotonic() - t0
     for family in ("race", "mlperf", "plp"):
         t0 = time.monotonic()
-        report[family] = _eval_qa(family, model, tokenizer, data_dir, params, notes, progress)
+        report[family] = _eval_qa(family, model, tokenizer, data_dir, params, notes, progress, rows)
         seconds[family] = time.monotonic() - t0
     ep = params.evaluate
     report["meta"] = {"model_dir": str(model_dir), "bench_n": ep.bench_n, "k": ep.samples_per_problem,
                       "bench_note": f"kernels benchmarked at n={ep.bench_n} with short timing, not at each "
                                     f"problem's n: GFLOPS compare models, they do not measure the kernels",
                       "seconds": {k: round(v, 3) for k, v in seconds.items()}, "notes": notes}
+    if samples_path is not None:
+        write_text_atomic(samples_path, "".join(json.dumps(row, allow_nan=False) + "\n" for row in rows))
     return report
 
 
@@ -219,6 +248,11 @@ def write_report(report: dict[str, Any], path: Path) -> None:
     write_text_atomic(path, json.dumps(report, indent=2, allow_nan=False) + "\n")
 
 
+def samples_path(report: Path) -> Path:
+    """Where the per-item samples of ``report`` go: ``reports/sft.json`` -> ``reports/sft_samples.jsonl``."""
+    return report.with_name(report.stem + "_samples.jsonl")
+
+
 def main(argv: list[str]) -> None:
     defaults = ["checkpoints/sft/final", "data", "reports/sft.json", "params.yaml"]
     if argv[:1] in (["-h"], ["--help"]) or len(argv) > len(defaults):
@@ -226,7 +260,8 @@ def main(argv: list[str]) -> None:
         return
     model_dir, data_dir, out, params_path = (Path(a) for a in argv + defaults[len(argv):])
     report = evaluate_policy(model_dir, data_dir, load_params(params_path), Settings(),
-                             progress=lambda line: print(line, file=sys.stderr, flush=True))
+                             progress=lambda line: print(line, file=sys.stderr, flush=True),
+                             samples_path=samples_path(out))
     write_report(report, out)
     print(json.dumps({k: v for k, v in report.items() if k != "meta"}, indent=2))
 

@@ -142,16 +142,49 @@ NAIVE = ("```c\nvoid dgemm(int n, const double *A, const double *B, double *C) {
 
 
 def test_a_correct_plain_kernel_is_verified_and_respects_every_problem(
-        workspace: tuple[Path, Path], bench_dirs: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+        workspace: tuple[Path, Path], bench_dirs: Settings, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     def fake_generate(model: Any, tokenizer: Any, prompts: list[Any], **kw: Any) -> list[list[str]]:
         return [[NAIVE] * kw.get("num_return_sequences", 1) for _ in prompts]
 
     monkeypatch.setattr("hpcrl_core.evaluation.runner.generate", fake_generate)
-    report = evaluate_policy(workspace[1], workspace[0], _eval_params(), bench_dirs)
+    samples = tmp_path / "reports" / "sft_samples.jsonl"
+    report = evaluate_policy(workspace[1], workspace[0], _eval_params(), bench_dirs, samples_path=samples)
     d = report["dgemm"]
     assert d["status_counts"]["ok"] == 2 * K, d["status_counts"]
     assert d["compile_rate"] == d["verified_rate"] == d["respect_rate"] == d["ok_respect_rate"] == 1.0
     assert 0.0 < d["gflops_median"] <= d["gflops_max"]
+    rows = [json.loads(line) for line in samples.read_text().splitlines()]
+    dgemm = [r for r in rows if r["family"] == "dgemm"]
+    assert len(dgemm) == 2 * K and [r["sample"] for r in dgemm] == list(range(K)) * 2
+    assert all(r["status"] == "ok" and r["respects"] is True and r["gflops"] > 0 and r["completion"] == NAIVE
+               for r in dgemm)
+    race = [r for r in rows if r["family"] in ("race_c", "race_fortran")]
+    assert len(race) == 6 and all(r["parsed"] is None and r["correct"] is False for r in race)  # a kernel: no verdict
+    assert [r["family"] for r in rows if r["family"] in ("mlperf", "plp")] == ["mlperf", "plp"]
+    assert {"exact", "score"} <= rows[-2].keys() and -1.0 <= rows[-1]["similarity"] <= 1.0
+    assert report["plp"]["similarity"] == rows[-1]["similarity"]
+
+
+def test_samples_record_why_a_kernel_failed_and_which_race_answers_were_wrong(
+        workspace: tuple[Path, Path], bench_dirs: Settings, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    broken = "```c\nvoid dgemm(int n, const double *A, const double *B, double *C) { C[0] = undeclared_x; }\n```"
+
+    def fake_generate(model: Any, tokenizer: Any, prompts: list[Any], **kw: Any) -> list[list[str]]:
+        if kw.get("num_return_sequences", 1) > 1:
+            return [[broken] * kw["num_return_sequences"] for _ in prompts]
+        return [["yes: two threads write the same element."] for _ in prompts]
+
+    monkeypatch.setattr("hpcrl_core.evaluation.runner.generate", fake_generate)
+    samples = tmp_path / "sft_samples.jsonl"
+    report = evaluate_policy(workspace[1], workspace[0], _eval_params(), bench_dirs, samples_path=samples)
+    rows = [json.loads(line) for line in samples.read_text().splitlines()]
+    dgemm = [r for r in rows if r["family"] == "dgemm"]
+    assert all(r["status"] == "compile_error" and "undeclared_x" in r["detail"] and r["respects"] is None
+               for r in dgemm)
+    race = [r for r in rows if r["family"] in ("race_c", "race_fortran")]
+    assert {r["parsed"] for r in race} == {"yes"}
+    assert [r["correct"] for r in race] == [r["gold"] == "yes" for r in race]
+    assert sum(r["correct"] for r in race) == 4 and report["race"]["recall"] == 1.0
 
 
 def test_missing_eval_files_are_null_with_a_note(workspace: tuple[Path, Path], bench_dirs: Settings,
