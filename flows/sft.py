@@ -16,7 +16,7 @@ from prefect import flow, get_run_logger, runtime
 
 from hpcrl_core import tracking
 from hpcrl_core.config import load_params
-from hpcrl_core.evaluation.runner import samples_path
+from hpcrl_core.evaluation.runner import samples_path_for
 from hpcrl_core.training.checkpoints import inputs_fingerprint, reset_if_stale
 from tasks.sft import evaluate_sft, train_sft
 
@@ -41,7 +41,7 @@ def sft(params_path: str = "params.yaml", data_dir: str = "data", out_dir: str =
         metrics = evaluate_sft(Path(result["final_dir"]), data, params, Path(report))
         tracking.log_metrics({f"eval.{k}": v for k, v in metrics.items() if k != "meta" and v is not None})
         tracking.log_dict(metrics, "reports/sft.json")
-        tracking.log_artifact(samples_path(Path(report)), "reports")
+        tracking.log_artifact(samples_path_for(Path(report)), "reports")
         result["report"] = metrics
     log.info("sft: step %s, train loss %.4f, eval loss %s, resumed from %s; model in %s", result["global_step"],
              result["train_loss"], result.get("eval_loss"), result.get("resumed_from"), result["final_dir"])

@@ -13,7 +13,7 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from hpcrl_core.config import Params, Settings
-from hpcrl_core.evaluation.runner import evaluate_policy, samples_path, write_report
+from hpcrl_core.evaluation.runner import evaluate_policy, samples_path_for, write_report
 from hpcrl_core.training.sft import run_sft
 
 
@@ -26,6 +26,6 @@ def train_sft(params: Params, data_dir: Path, output_dir: Path, report_to: list[
 def evaluate_sft(model_dir: Path, data_dir: Path, params: Params, report: Path) -> dict[str, Any]:
     logger = get_run_logger()
     result = evaluate_policy(model_dir, data_dir, params, Settings(), progress=logger.info,
-                             samples_path=samples_path(report))
+                             samples_path=samples_path_for(report))
     write_report(result, report)
     return result

@@ -71,7 +71,12 @@ def parse_race_answer(text: str) -> str | None:
 
 # --- data-race F1 ----------------------------------------------------------------------------------------------
 
-def _gold_label(value: str, index: int) -> str:
+def gold_race_label(value: str, index: int) -> str:
+    """A race item's gold answer normalised to "yes" or "no" (case and surrounding whitespace ignored).
+
+    Raises:
+        ValueError: it is neither (``index`` names the item in the message).
+    """
     label = value.strip().lower()
     if label not in ("yes", "no"):
         raise ValueError(f"race_f1: gold[{index}] is {value!r}; allowed: 'yes' or 'no' (a race record's answer)")
@@ -102,7 +107,7 @@ def race_f1(predictions: Sequence[str], gold: Sequence[str]) -> dict[str, float]
         raise ValueError(f"race_f1: {len(predictions)} predictions but {len(gold)} gold labels; pass one per item")
     tp = fp = fn = tn = unreadable = 0
     for i, (prediction, reference) in enumerate(zip(predictions, gold, strict=True)):
-        truth = _gold_label(reference, i)
+        truth = gold_race_label(reference, i)
         verdict = parse_race_answer(prediction)
         if verdict is None:
             unreadable += 1

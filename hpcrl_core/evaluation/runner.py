@@ -45,7 +45,7 @@ from hpcrl_core.data.mlperf import exact_match, tiered_score
 from hpcrl_core.data.schema import Record, read_jsonl
 from hpcrl_core.evaluation.embeddings import plp_similarity
 from hpcrl_core.evaluation.generate import generate
-from hpcrl_core.evaluation.metrics import mlperf_scores, parse_race_answer, race_f1
+from hpcrl_core.evaluation.metrics import gold_race_label, mlperf_scores, parse_race_answer, race_f1
 from hpcrl_core.files import write_text_atomic
 from hpcrl_core.models.saved import load_saved_policy
 
@@ -57,6 +57,11 @@ RACE_FAMILIES = ("race_c", "race_fortran")
 
 def _rate(num: float, den: float) -> float:
     return num / den if den else 0.0
+
+
+def respects(result: BenchResult, permitted: Iterable[str]) -> bool:
+    """Whether every technique the engine detected in ``result`` is in ``permitted``."""
+    return set(result.techniques) <= {str(t) for t in permitted}
 
 
 def dgemm_metrics(results: Sequence[BenchResult], permitted: Sequence[Iterable[str]]) -> dict[str, Any]:
@@ -86,8 +91,8 @@ def dgemm_metrics(results: Sequence[BenchResult], permitted: Sequence[Iterable[s
         raise ValueError(f"dgemm_metrics: {len(results)} results but {len(permitted)} permitted sets; pass one per "
                          "sample (repeat a problem's set k times)")
     counts = Counter(r.status for r in results)
-    ok = [(r, frozenset(str(t) for t in allowed)) for r, allowed in zip(results, permitted, strict=True) if r.ok]
-    respecting = sum(1 for r, allowed in ok if set(r.techniques) <= allowed)
+    ok = [(r, allowed) for r, allowed in zip(results, permitted, strict=True) if r.ok]
+    respecting = sum(1 for r, allowed in ok if respects(r, allowed))
     gflops = [r.gflops for r, _ in ok if r.gflops is not None]
     n = len(results)
     return {
@@ -149,7 +154,7 @@ def _eval_dgemm(model: Any, tokenizer: PreTrainedTokenizerBase, data_dir: Path, 
     for i, (text, res, allowed) in enumerate(zip(completions, results, permitted, strict=True)):
         rows.append({"family": "dgemm", "id": problems[i // k].id, "sample": i % k, "permitted": sorted(allowed),
                      "status": res.status.value, "detail": res.detail, "techniques": list(res.techniques),
-                     "respects": set(res.techniques) <= set(allowed) if res.ok else None,
+                     "respects": respects(res, allowed) if res.ok else None,
                      "gflops": res.gflops, "completion": text})
     return {**dgemm_metrics(results, permitted), "problems": len(problems), "k": ep.samples_per_problem,
             "bench_n": ep.bench_n, "temperature": ep.temperature}
@@ -179,9 +184,9 @@ def _eval_qa(family: str, model: Any, tokenizer: PreTrainedTokenizerBase, data_d
     base: Rows = [{"family": r.family, "id": r.id, "prediction": a, "gold": r.answer or r.response}
                    for r, a in zip(records, answers, strict=True)]
     if family == "race":
-        for row in base:
+        for i, row in enumerate(base):
             row["parsed"] = parse_race_answer(row["prediction"])
-            row["correct"] = row["parsed"] == row["gold"].strip().lower()
+            row["correct"] = row["parsed"] == gold_race_label(row["gold"], i)
         rows.extend(base)
         return {**race_f1(answers, [r.answer for r in records]), **{f"n_{f}": len(parts[f]) for f in RACE_FAMILIES}}
     if family == "mlperf":
@@ -190,7 +195,7 @@ def _eval_qa(family: str, model: Any, tokenizer: PreTrainedTokenizerBase, data_d
             row["exact"], row["score"] = exact_match(row["prediction"], r), tiered_score(row["prediction"], r)
         rows.extend(base)
         return {"em": scores["exact_match"], "avg_score": scores["tiered_score"], "n": scores["n"]}
-    sim = plp_similarity(answers, [r.answer or r.response for r in records])
+    sim = plp_similarity(answers, [row["gold"] for row in base])
     for row, cos in zip(base, sim["cosines"], strict=True):
         row["similarity"] = cos
     rows.extend(base)
@@ -248,7 +253,7 @@ def write_report(report: dict[str, Any], path: Path) -> None:
     write_text_atomic(path, json.dumps(report, indent=2, allow_nan=False) + "\n")
 
 
-def samples_path(report: Path) -> Path:
+def samples_path_for(report: Path) -> Path:
     """Where the per-item samples of ``report`` go: ``reports/sft.json`` -> ``reports/sft_samples.jsonl``."""
     return report.with_name(report.stem + "_samples.jsonl")
 
@@ -261,7 +266,7 @@ def main(argv: list[str]) -> None:
     model_dir, data_dir, out, params_path = (Path(a) for a in argv + defaults[len(argv):])
     report = evaluate_policy(model_dir, data_dir, load_params(params_path), Settings(),
                              progress=lambda line: print(line, file=sys.stderr, flush=True),
-                             samples_path=samples_path(out))
+                             samples_path=samples_path_for(out))
     write_report(report, out)
     print(json.dumps({k: v for k, v in report.items() if k != "meta"}, indent=2))
 
