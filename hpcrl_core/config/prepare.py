@@ -31,6 +31,7 @@ class DgemmPrepParams(Section):
     bench_n: int = Field(256, ge=16, le=4096)  # size at which corpus kernels are verified and timed
     per_kernel: int = Field(3, ge=1, le=100)  # train prompts each verified kernel is paired with
     vary_names: bool = False  # draw identifier spellings per variant (off: one spelling per name; docs/models.md)
+    vary_layout: bool = True  # draw layout per variant (off: one house layout, only algorithms vary; docs/models.md)
 
 
 class RacePrepParams(Section):

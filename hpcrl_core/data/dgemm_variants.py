@@ -30,8 +30,10 @@ Test: ``pytest tests/data/test_dgemm_variants.py`` (``-m integration`` compiles 
 
 from __future__ import annotations
 
+import logging
 import random
 import sys
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -44,6 +46,8 @@ from hpcrl_core.data.dgemm_variants_style import Draft, Style, random_style
 from hpcrl_core.data.dgemm_variants_unroll import ikj_unrolled, tile_scalar
 from hpcrl_core.data.dgemm_variants_vector import ikj_vec, tile_vec
 from hpcrl_core.errors import DataError
+
+log = logging.getLogger(__name__)
 
 Family = Callable[[random.Random, Style], Draft]
 
@@ -80,13 +84,15 @@ def family_schedule(count: int) -> list[str]:
     return out
 
 
-def generate_variants(seed: int, count: int, vary_names: bool = False) -> list[Variant]:
+def generate_variants(seed: int, count: int, vary_names: bool = False, vary_layout: bool = True) -> list[Variant]:
     """Generate ``count`` distinct kernel variants.
 
     Args:
         seed: the batch's seed; the same seed, count and ``vary_names`` give the same variants.
         count: how many variants (>= 0).
         vary_names: draw identifier spellings too (``prepare.dgemm.vary_names``); off, each name has one spelling.
+        vary_layout: draw the layout too (``prepare.dgemm.vary_layout``); off, every kernel is written in the house
+            layout (``HOUSE_LAYOUT``) and only its algorithm, parameters and techniques vary.
 
     Returns:
         Variants in schedule order, named ``NNNN:family:parameters``.
@@ -99,19 +105,28 @@ def generate_variants(seed: int, count: int, vary_names: bool = False) -> list[V
     rng = random.Random(f"dgemm-variants:{seed}")
     seen: set[str] = set()
     out: list[Variant] = []
+    exhausted: Counter[str] = Counter()  # family -> slots skipped after it ran out of distinct kernels
     for idx, fam in enumerate(family_schedule(count)):
+        if fam in exhausted:
+            exhausted[fam] += 1
+            continue
         make = FAMILIES[fam][0]
         for _ in range(_MAX_REDRAWS):
             sub = random.Random(rng.getrandbits(64))
-            draft = make(sub, random_style(sub, vary_names))
+            draft = make(sub, random_style(sub, vary_names, vary_layout))
             key = normalise_code(draft.code)
             if key not in seen:
                 seen.add(key)
                 out.append(Variant(f"{idx:04d}:{fam}:{draft.desc}", draft.code, draft.intended))
                 break
         else:
-            raise DataError(f"family {fam!r} produced no new distinct kernel in {_MAX_REDRAWS} draws (seed {seed}, "
-                            f"variant {idx}); widen its parameter space or lower the count")
+            if vary_layout:
+                raise DataError(f"family {fam!r} produced no new distinct kernel in {_MAX_REDRAWS} draws "
+                                f"(seed {seed}, variant {idx}); widen its parameter space or lower the count")
+            exhausted[fam] += 1  # one layout leaves small families few distinct kernels: use what there is
+    if exhausted:
+        log.warning("%d of %d variants skipped: in the house layout these families have no more distinct kernels: %s",
+                    sum(exhausted.values()), count, ", ".join(f"{f} ({n})" for f, n in sorted(exhausted.items())))
     return out
 
 

@@ -114,7 +114,7 @@ def _inner_ijk(tl: _Tiling, rng: random.Random, simd: bool, unr: bool) -> str:
 def _nest(tl: _Tiling, order: str, inner: str, omp: bool, rng: random.Random) -> str:
     text = inner
     for depth, d in reversed(list(enumerate(order))):
-        pragma = lead(omp_for(rng)) if omp and depth == 0 else ""
+        pragma = lead(omp_for(tl.s, rng)) if omp and depth == 0 else ""
         text = f"{pragma}{tl.header(d)}\n{block(text, 1)}\n}}"
     return text
 
@@ -138,7 +138,8 @@ def blocked(rng: random.Random, s: Style) -> Draft:
     # Not local constants with block indices: the detector takes `blk * bs` for a pointer dereference (`* bs`) and
     # then does not know bs, so rule (3) of cache_blocking would miss the tiling.
     modes = ("end", "end", "inline", "and") if local else ("end", "end", "inline", "and", "index")
-    tl = _Tiling(s, rng.choice(modes), sizes, local)
+    mode = rng.choice(modes)
+    tl = _Tiling(s, mode if s.vary_layout else "end", sizes, local)  # the house layout: bounds in the header
     order = rng.choice(_TILE_ORDERS)
     # Half i-j-k: the only tiled kernels for prompts that permit cache_blocking but forbid loop_reorder. At 3:1 the
     # corpus held 34 of them in 212 tiled records, and the tiny model tiled i-k-j where loop_reorder was forbidden.
@@ -147,7 +148,7 @@ def blocked(rng: random.Random, s: Style) -> Draft:
     simd, unr = rng.random() < 0.3 and tl.mode != "and", rng.random() < 0.25  # omp simd needs a canonical loop
     kx2 = inner_kind == "ikj" and tl.mode != "and" and rng.random() < 0.3
     inner = _inner_ikj(tl, rng, simd, unr, kx2) if inner_kind == "ikj" else _inner_ijk(tl, rng, simd, unr)
-    body = f"{zero_matrix(rng)}\n{_nest(tl, order, inner, omp, rng)}"
+    body = f"{zero_matrix(s, rng)}\n{_nest(tl, order, inner, omp, rng)}"
     if tl.mode == "index":
         counts = "".join(f"const int nb_{d} = (n + {sizes[d]} - 1) / {sizes[d]};\n" for d in "ijk")
         body = counts + body

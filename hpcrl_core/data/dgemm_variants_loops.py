@@ -53,7 +53,7 @@ def _naive_kloop(s: Style, rng: random.Random, kind: str, bcol: str) -> str:
 
 def _naive_nest(s: Style, rng: random.Random, order: str, kind: str, omp: str, bcol: str) -> str:
     outer, inner = (s.i, s.j) if order == "ijk" else (s.j, s.i)
-    pragma = {"": "", "for": omp_for(rng) + "\n", "collapse": omp_for(rng, " collapse(2)") + "\n"}[omp]
+    pragma = {"": "", "for": omp_for(s, rng) + "\n", "collapse": omp_for(s, rng, " collapse(2)") + "\n"}[omp]
     return (f"{pragma}for (int {outer} = 0; {outer} < n; {outer}++) {{\n"
             f"    for (int {inner} = 0; {inner} < n; {inner}++) {{\n"
             f"{block(_naive_kloop(s, rng, kind, bcol), 2)}\n    }}\n}}")
@@ -69,7 +69,7 @@ def naive(rng: random.Random, s: Style) -> Draft:
     if transposed:
         j, k = s.j, s.k
         fallback = _naive_nest(s, rng, "ijk", "plain", "", "B")
-        tpragma = omp_for(rng) + "\n" if omp else ""
+        tpragma = omp_for(s, rng) + "\n" if omp else ""
         body = (f"double *Bt = malloc((size_t)n * n * sizeof(double));\nif (Bt == NULL) {{\n"
                 f"{block(fallback, 1)}\n    return;\n}}\n//# transpose B so the k loop reads both operands "
                 f"with unit stride\n{tpragma}for (int {k} = 0; {k} < n; {k}++)\n"
@@ -100,13 +100,14 @@ def _ikj(s: Style, rng: random.Random, omp: bool, simd: bool, unr: bool) -> str:
     cj = f"{s.crow}[{j}]" if s.rowptr else s.at("C", i, j)
     bj = f"{s.brow}[{j}]" if s.rowptr else s.at("B", k, j)
     head = f"double *{s.crow} = {s.row('C', i)};\n" if s.rowptr else ""
-    head += ("//# C arrives holding garbage: clear this row first\n" + zero_row(crow, rng) + "\n") if per_row else ""
+    if per_row:
+        head += "//# C arrives holding garbage: clear this row first\n" + zero_row(s, crow, rng) + "\n"
     bdecl = f"const double *{s.brow} = {s.row('B', k)};\n" if s.rowptr else ""
     kbody = (f"{s.cq}double {a} = {s.at('A', i, k)};\n{bdecl}{lead(inner)}for (int {j} = 0; {j} < n; {j}++)\n"
              f"    {cj} += {a} * {bj};")
     ibody = f"{head}{lead(middle)}for (int {k} = 0; {k} < n; {k}++) {{\n{block(kbody, 1)}\n}}"
-    nest = f"{lead(omp_for(rng) if omp else '')}for (int {i} = 0; {i} < n; {i}++) {{\n{block(ibody, 1)}\n}}"
-    return nest if per_row else f"{zero_matrix(rng)}\n{nest}"
+    nest = f"{lead(omp_for(s, rng) if omp else '')}for (int {i} = 0; {i} < n; {i}++) {{\n{block(ibody, 1)}\n}}"
+    return nest if per_row else f"{zero_matrix(s, rng)}\n{nest}"
 
 
 def _kij(s: Style, rng: random.Random, omp: bool, simd: bool, unr: bool) -> str:
@@ -118,7 +119,7 @@ def _kij(s: Style, rng: random.Random, omp: bool, simd: bool, unr: bool) -> str:
              f"    {s.at('C', i, j)} += {a} * {bj};")
     kbody = (f"{bdecl}{lead('#pragma omp for schedule(static)' if omp else middle)}"
              f"for (int {i} = 0; {i} < n; {i}++) {{\n{block(ibody, 1)}\n}}")
-    return (f"{zero_matrix(rng)}\n{lead('#pragma omp parallel' if omp else '')}for (int {k} = 0; {k} < n; {k}++) "
+    return (f"{zero_matrix(s, rng)}\n{lead('#pragma omp parallel' if omp else '')}for (int {k} = 0; {k} < n; {k}++) "
             f"{{\n{block(kbody, 1)}\n}}")
 
 
@@ -130,13 +131,13 @@ def _column_walk(s: Style, rng: random.Random, order: str, omp: bool, simd: bool
               f"    {s.at('C', i, j)} += {s.at('A', i, k)} * b;")
     if order == "jki":
         mid = f"{lead(middle)}for (int {k} = 0; {k} < n; {k}++) {{\n{block(update, 1)}\n}}"
-        outer = f"{lead(omp_for(rng) if omp else '')}for (int {j} = 0; {j} < n; {j}++) {{\n{block(mid, 1)}\n}}"
+        outer = f"{lead(omp_for(s, rng) if omp else '')}for (int {j} = 0; {j} < n; {j}++) {{\n{block(mid, 1)}\n}}"
     else:
         mid = (f"{lead('#pragma omp for' if omp else middle)}for (int {j} = 0; {j} < n; {j}++) "
                f"{{\n{block(update, 1)}\n}}")
         outer = (f"{lead('#pragma omp parallel' if omp else '')}for (int {k} = 0; {k} < n; {k}++) "
                  f"{{\n{block(mid, 1)}\n}}")
-    return f"{zero_matrix(rng)}\n{outer}"
+    return f"{zero_matrix(s, rng)}\n{outer}"
 
 
 def reorder(rng: random.Random, s: Style) -> Draft:

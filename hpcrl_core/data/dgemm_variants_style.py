@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from hpcrl_core.bench.techniques import Technique
@@ -94,6 +94,7 @@ class Style:
     rowptr: bool
     const_locals: bool
     vary_names: bool
+    vary_layout: bool = True
 
     def pick(self, rng: random.Random, pool: Sequence[_T]) -> _T:
         """A family's own name choice: drawn from ``pool`` when names vary, else its first entry."""
@@ -152,26 +153,36 @@ class Style:
         return "const " if self.const_locals else ""
 
 
-def random_style(rng: random.Random, vary_names: bool) -> Style:
+# With ``vary_layout`` off every kernel is written in one house style: these fields, no schedule clause on
+# ``omp parallel for``, C zeroed with the first ``memset`` form, tile bounds at the end of a tile's loop header.
+# The draws still happen, so a seed gives the same kernels (algorithm, tiles, techniques) either way.
+HOUSE_LAYOUT: dict[str, object] = {"index": "flat", "consts": "define", "bound": "macro", "comments": "none",
+                                   "indent": "    ", "allman": False, "signature": SIGNATURES[0], "rowptr": True,
+                                   "const_locals": True}
+
+
+def random_style(rng: random.Random, vary_names: bool, vary_layout: bool = True) -> Style:
     """Draw a style (every choice independent, so surface variation multiplies across families); with
-    ``vary_names`` off, every identifier takes its first spelling and only layout and index style vary."""
+    ``vary_names`` off, every identifier takes its first spelling; with ``vary_layout`` off, the layout is
+    ``HOUSE_LAYOUT`` (the draws are made and discarded, so the rest of the stream is the same)."""
     def name(pool: Sequence[_T]) -> _T:
         return pick_name(rng, pool, vary_names)
 
     i, j, k, ii, jj, kk = name(NAME_SETS)
-    return Style(i=i, j=j, k=k, ii=ii, jj=jj, kk=kk, index=rng.choice(("flat", "flat", "cast", "cast", "ptr")),
+    style = Style(i=i, j=j, k=k, ii=ii, jj=jj, kk=kk, index=rng.choice(("flat", "flat", "cast", "cast", "ptr")),
                  consts=rng.choice(("define", "define", "enum")), bound=rng.choice(("func", "macro", "ternary")),
                  comments=rng.choice(("none", "line", "line", "block")), indent=rng.choice(("    ", "    ", "  ")),
                  allman=rng.random() < 0.3, signature=rng.choice(SIGNATURES), acc=name(_ACC_NAMES),
                  aval=name(_A_NAMES), crow=name(_CROW_NAMES), brow=name(_BROW_NAMES), min_name=name(_MIN_NAMES),
                  dot=name(_DOT_NAMES), rowptr=rng.random() < 0.5, const_locals=rng.random() < 0.6,
                  vary_names=vary_names)
+    return style if vary_layout else replace(style, vary_layout=False, **HOUSE_LAYOUT)  # type: ignore[arg-type]
 
 
-def omp_for(rng: random.Random, extra: str = "") -> str:
-    """A ``#pragma omp parallel for`` line with an optional schedule clause."""
+def omp_for(s: Style, rng: random.Random, extra: str = "") -> str:
+    """A ``#pragma omp parallel for`` line with an optional schedule clause (none in the house layout)."""
     sched = rng.choice(("", "", " schedule(static)", " schedule(dynamic, 4)", " schedule(guided)"))
-    return f"#pragma omp parallel for{extra}{sched}"
+    return f"#pragma omp parallel for{extra}{sched if s.vary_layout else ''}"
 
 
 def lead(pragma: str) -> str:
@@ -208,20 +219,25 @@ def includes(*headers: str) -> str:
     return "".join(f"#include <{h}>\n" for h in dict.fromkeys(headers)) + ("\n" if headers else "")
 
 
-def zero_matrix(rng: random.Random) -> str:
-    """A statement that zeroes all of C (C arrives holding garbage)."""
-    return rng.choice((
+def _one_of(s: Style, rng: random.Random, forms: Sequence[str]) -> str:
+    drawn = rng.choice(forms)
+    return drawn if s.vary_layout else forms[0]
+
+
+def zero_matrix(s: Style, rng: random.Random) -> str:
+    """A statement that zeroes all of C (C arrives holding garbage); the first form in the house layout."""
+    return _one_of(s, rng, (
         "memset(C, 0, (size_t)n * n * sizeof(double));",
         "memset(C, 0, sizeof(double) * (size_t)n * n);",
         "for (size_t z = 0; z < (size_t)n * n; z++)\n    C[z] = 0.0;",
     ))
 
 
-def zero_row(ptr: str, rng: random.Random) -> str:
-    """A statement that zeroes one row of n doubles at ``ptr``."""
-    return rng.choice((f"memset({ptr}, 0, (size_t)n * sizeof(double));",
-                       f"memset({ptr}, 0, sizeof(double) * n);",
-                       f"for (int z = 0; z < n; z++)\n    {ptr}[z] = 0.0;"))
+def zero_row(s: Style, ptr: str, rng: random.Random) -> str:
+    """A statement that zeroes one row of n doubles at ``ptr``; the first form in the house layout."""
+    return _one_of(s, rng, (f"memset({ptr}, 0, (size_t)n * sizeof(double));",
+                            f"memset({ptr}, 0, sizeof(double) * n);",
+                            f"for (int z = 0; z < n; z++)\n    {ptr}[z] = 0.0;"))
 
 
 def block(text: str, depth: int) -> str:

@@ -67,7 +67,7 @@ def tile_scalar(rng: random.Random, s: Style) -> Draft:
               f"{block(edge_cols, 1)}\n}}")
     body = (f"const int mfull = n - n % {mr};\nconst int nfull = n - n % {nr};\n"
             f"//# {mr}x{nr} register tile: {mr * nr} accumulators stay in registers over the k loop\n"
-            f"{lead(omp_for(rng) if omp else '')}for (int {i} = 0; {i} < mfull; {i} += {mr}) {{\n"
+            f"{lead(omp_for(s, rng) if omp else '')}for (int {i} = 0; {i} < mfull; {i} += {mr}) {{\n"
             f"{block(jloops, 1)}\n}}\n//# leftover rows\nfor (int {i} = mfull; {i} < n; {i}++)\n"
             f"    for (int {j} = 0; {j} < n; {j}++)\n        {s.at('C', i, j)} = {dot}(n, {s.row('A', i)}, B, {j});")
     code = f"{includes('stddef.h')}{dot_helper(s, dot)}{s.signature}\n{{\n{block(body, 1)}\n}}"
@@ -106,7 +106,7 @@ def _iunrolled_rows(s: Style, u: int, simd: bool) -> str:
 
 def _plain_row(s: Style, rng: random.Random) -> str:
     i, j, k = s.i, s.j, s.k
-    return (f"double *{s.crow} = {s.row('C', i)};\n{zero_row(s.crow, rng)}\nfor (int {k} = 0; {k} < n; {k}++)\n"
+    return (f"double *{s.crow} = {s.row('C', i)};\n{zero_row(s, s.crow, rng)}\nfor (int {k} = 0; {k} < n; {k}++)\n"
             f"    for (int {j} = 0; {j} < n; {j}++)\n        {s.crow}[{j}] += {s.at('A', i, k)} * {s.at('B', k, j)};")
 
 
@@ -115,9 +115,9 @@ def ikj_unrolled(rng: random.Random, s: Style) -> Draft:
     i = s.i
     which, u = rng.choice(("k", "i")), rng.choice((2, 2, 4))
     omp, simd = rng.random() < 0.35, rng.random() < 0.3
-    pragma = lead(omp_for(rng) if omp else "")
+    pragma = lead(omp_for(s, rng) if omp else "")
     if which == "k":
-        row = f"double *{s.crow} = {s.row('C', i)};\n{zero_row(s.crow, rng)}\n{_kunrolled_row(s, u, simd)}"
+        row = f"double *{s.crow} = {s.row('C', i)};\n{zero_row(s, s.crow, rng)}\n{_kunrolled_row(s, u, simd)}"
         body = f"{pragma}for (int {i} = 0; {i} < n; {i}++) {{\n{block(row, 1)}\n}}"
     else:
         body = (f"const int mfull = n - n % {u};\n{pragma}for (int {i} = 0; {i} < mfull; {i} += {u}) {{\n"

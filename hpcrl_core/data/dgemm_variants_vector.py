@@ -120,7 +120,7 @@ def ikj_vec(rng: random.Random, s: Style) -> Draft:
              f"for (; {j} < n; {j}++)\n    {s.crow}[{j}] += {a} * {s.brow}[{j}];")
     ibody = (f"double *{s.crow} = {s.row('C', i)};\nmemset({s.crow}, 0, (size_t)n * sizeof(double));\n"
              f"for (int {k} = 0; {k} < n; {k}++) {{\n{block(kbody, 1)}\n}}")
-    body = f"{lead(omp_for(rng) if omp else '')}for (int {i} = 0; {i} < n; {i}++) {{\n{block(ibody, 1)}\n}}"
+    body = f"{lead(omp_for(s, rng) if omp else '')}for (int {i} = 0; {i} < n; {i}++) {{\n{block(ibody, 1)}\n}}"
     code = f"{includes('string.h', *vec.headers())}{vec.prelude()}{s.signature}\n{{\n{block(body, 1)}\n}}"
     intended = {T.LOOP_REORDER, T.SIMD} | ({T.REGISTER_BLOCKING} if nvec > 1 else set())
     intended |= {T.OPENMP} if omp else set()
@@ -161,10 +161,11 @@ def tile_vec(rng: random.Random, s: Style) -> Draft:
     omp, kblock = rng.random() < 0.35, rng.random() < 0.35
     i, j, width, dot = s.i, s.j, vec.w * nv, s.dot
     jloop = f"for (int {j} = 0; {j} < nfull; {j} += {width}) {{\n{block(_tile(s, vec, mr, nv, kblock), 1)}\n}}"
-    main = f"{lead(omp_for(rng) if omp else '')}for (int {i} = 0; {i} < mfull; {i} += {mr}) {{\n{block(jloop, 1)}\n}}"
+    pragma = lead(omp_for(s, rng) if omp else "")
+    main = f"{pragma}for (int {i} = 0; {i} < mfull; {i} += {mr}) {{\n{block(jloop, 1)}\n}}"
     if kblock:
         kb = rng.choice((64, 128, 256))
-        main = (f"{zero_matrix(rng)}\nfor (int {s.kk} = 0; {s.kk} < n; {s.kk} += {kb}) {{\n"
+        main = (f"{zero_matrix(s, rng)}\nfor (int {s.kk} = 0; {s.kk} < n; {s.kk} += {kb}) {{\n"
                 f"    const int kend = {s.mn(f'{s.kk} + {kb}', 'n')};\n{block(main, 1)}\n}}")
     cij = f"{s.at('C', i, j)} = {dot}(n, {s.row('A', i)}, B, {j});"
     edges = (f"//# edges: leftover columns, then leftover rows\nfor (int {i} = 0; {i} < mfull; {i}++)\n"

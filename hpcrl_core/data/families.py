@@ -109,7 +109,7 @@ def prepare_dgemm(p: PrepareParams, bench: BenchParams, settings: Settings,
     d = p.dgemm
     train_problems = make_problems("train", p.seed, d.train_problems)
     eval_problems = make_problems("eval", p.seed, d.eval_problems)
-    variants = generate_variants(p.seed, d.variants, d.vary_names)
+    variants = generate_variants(p.seed, d.variants, d.vary_names, d.vary_layout)
     engine = Engine(corpus_bench_params(bench, d.bench_n), settings)
 
     def tick(done: int, total: int) -> None:

@@ -99,3 +99,33 @@ def test_every_variant_of_a_batch_verifies_with_the_intended_techniques(engine: 
     mismatched = [(v.name, sorted(v.intended), r.techniques) for v, r in zip(variants, results, strict=True)
                   if set(r.techniques) != {t.value for t in v.intended}]
     assert not mismatched, mismatched
+
+
+# Layout that only a drawn style produces: schedule clauses on `omp parallel for`, enum constants, helper-function
+# bounds, line comments, Allman braces, two-space indentation, C zeroed by a loop, pointer-arithmetic indexing.
+_DRAWN_LAYOUT = re.compile(r"parallel for.*schedule\((dynamic, 4|guided)\)|^enum \{|\b(imin|min_int|mini)\(|^\s*//"
+                           r"|^\s*(for|if) \(.*\)\n\s*\{$|^  \S|C\[z\] = 0\.0|\*\([ABC] \+ ", re.M)
+_HOUSE_SIGNATURE = "void dgemm(int n, const double *A, const double *B, double *C)\n{"
+
+
+def test_the_house_layout_writes_every_kernel_one_way_and_keeps_the_kernels() -> None:
+    drawn, house = generate_variants(11, 240), generate_variants(11, 240, vary_layout=False)
+    assert sum(bool(_DRAWN_LAYOUT.search(v.code)) for v in drawn) > 120
+    assert not [v.name for v in house if _DRAWN_LAYOUT.search(v.code) or _HOUSE_SIGNATURE not in v.code]
+    assert len({normalise_code(v.code) for v in house}) == len(house)
+    # the same draws: a family's first kernel is the same kernel; later ones differ where two drawn kernels became one
+    # in the house layout and the duplicate was drawn again, or the family ran out (ikj_unrolled)
+    for fam in FAMILIES:
+        d = [(v.name.split(":", 2)[2], v.intended) for v in drawn if v.name.split(":")[1] == fam]
+        h = [(v.name.split(":", 2)[2], v.intended) for v in house if v.name.split(":")[1] == fam]
+        if fam != "blocked":  # the house layout writes every tile bound in the loop header (mode "end")
+            assert h[0] == d[0], fam
+        assert len(h) >= len(d) // 2, fam
+
+
+def test_small_families_run_out_of_distinct_kernels_only_in_the_house_layout(
+        caplog: pytest.LogCaptureFixture) -> None:
+    house = generate_variants(0, 640, vary_layout=False)
+    assert 400 < len(house) < 640 and len({normalise_code(v.code) for v in house}) == len(house)
+    assert "no more distinct kernels" in caplog.text and "ikj_unrolled" in caplog.text
+    assert len(generate_variants(0, 640)) == 640
