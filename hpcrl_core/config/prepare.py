@@ -29,13 +29,13 @@ class DgemmPrepParams(Section):
     eval_problems: int = Field(40, ge=1, le=10_000)
     variants: int = Field(320, ge=1, le=100_000)  # kernel variants generated and benchmarked for the corpus
     bench_n: int = Field(256, ge=16, le=4096)  # size at which corpus kernels are verified and timed
-    per_kernel: int = Field(3, ge=1, le=100)  # train prompts each verified kernel is paired with
+    per_kernel: int = Field(4, ge=1, le=100)  # train prompts each verified kernel is paired with
     vary_names: bool = False  # draw identifier spellings per variant (off: one spelling per name; docs/models.md)
-    vary_layout: bool = True  # draw layout per variant (off: one house layout, only algorithms vary; docs/models.md)
+    vary_layout: bool = False  # draw layout per variant (off: one house layout, only algorithms vary; docs/models.md)
 
 
 class RacePrepParams(Section):
-    per_pattern: int = Field(40, ge=1, le=10_000)  # synthetic items per (pattern, label); pairs: docs/data.md
+    per_pattern: int = Field(60, ge=1, le=10_000)  # synthetic items per (pattern, label); pairs: docs/data.md
     tsan: bool = True  # run C items under ThreadSanitizer and report agreement in the card
 
 
