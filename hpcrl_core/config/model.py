@@ -138,7 +138,7 @@ class EvalParams(Section):
 
     seed: int = Field(1234, ge=0, le=2**32 - 1)
     samples_per_problem: int = Field(4, ge=1, le=256)  # k kernels sampled per held-out DGEMM problem
-    max_problems: int = Field(40, ge=1, le=100_000)  # first this many of data/dgemm/problems_eval.jsonl
+    max_problems: int = Field(80, ge=1, le=100_000)  # first this many of data/dgemm/problems_eval.jsonl
     temperature: float = Field(0.2, ge=0, le=5)  # DGEMM sampling; 0 = greedy (then k > 1 repeats one kernel)
     dgemm_max_new_tokens: int = Field(600, ge=1, le=65_536)
     qa_max_new_tokens: int = Field(128, ge=1, le=65_536)  # race, MLPerf and PLP answers (always greedy)

@@ -26,7 +26,7 @@ def _default_sources() -> dict[str, tuple[str, ...]]:
 
 class DgemmPrepParams(Section):
     train_problems: int = Field(960, ge=1, le=100_000)
-    eval_problems: int = Field(40, ge=1, le=10_000)
+    eval_problems: int = Field(80, ge=1, le=10_000)
     variants: int = Field(320, ge=1, le=100_000)  # kernel variants generated and benchmarked for the corpus
     bench_n: int = Field(256, ge=16, le=4096)  # size at which corpus kernels are verified and timed
     per_kernel: int = Field(4, ge=1, le=100)  # train prompts each verified kernel is paired with
