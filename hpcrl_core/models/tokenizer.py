@@ -139,8 +139,9 @@ def save_tokenizer(tok: PreTrainedTokenizerBase, path: Path) -> None:
     tok.save_pretrained(str(path))
 
 
-def _own_tokenizer(path: Path) -> bool:
-    """Whether ``path`` holds a tokenizer saved by ``save_tokenizer`` (a plain tokenizers-backed class)."""
+def is_own_tokenizer(path: Path) -> bool:
+    """Whether ``path`` holds a tokenizer saved by ``save_tokenizer`` (a plain tokenizers-backed class); such a
+    tokenizer must be loaded as ``PreTrainedTokenizerFast``, never through ``AutoTokenizer`` (``load_tokenizer``)."""
     try:
         config = json.loads((path / "tokenizer_config.json").read_text())
     except (OSError, ValueError):
@@ -162,7 +163,7 @@ def load_tokenizer(path: Path, key: str = "model.tokenizer.path") -> PreTrainedT
         raise ConfigError(f"{key}: the tokenizer folder {path} does not exist; give a folder written by "
                           f"save_tokenizer (e.g. checkpoints/sft/tokenizer) or set {key}: null to train one on data/")
     try:
-        if _own_tokenizer(path):
+        if is_own_tokenizer(path):
             # Ours: load tokenizer.json exactly as saved. AutoTokenizer would pick the tokenizer class of the model
             # type in a config.json next to it (a checkpoint folder: Qwen2Tokenizer), which rebuilds the
             # pre-tokenizer with its own regex and so tokenizes every text differently from training.

@@ -38,6 +38,15 @@ def test_loads_the_saved_model_and_tokenizer(checkpoint: Path) -> None:
     assert tok.eos_token == "<|im_end|>" and tok.chat_template == sample_tokenizer().chat_template
 
 
+def test_our_own_checkpoint_tokenizes_as_in_training(checkpoint: Path) -> None:
+    # config.json says qwen2, so AutoTokenizer would pick Qwen2Tokenizer and rebuild the pre-tokenizer with its own
+    # regex: every line would split into other tokens than the model was trained on (checkpoints/sft/final as
+    # model.hf.path for further training).
+    _, tok = load_hf_model(HFModelParams(path=str(checkpoint)))
+    text = "#include <stdlib.h>\nvoid dgemm(int n, const double *A, const double *B, double *C)\n{\n"
+    assert tok(text)["input_ids"] == sample_tokenizer()(text)["input_ids"]
+
+
 def test_dtype_is_applied(checkpoint: Path) -> None:
     model, _ = load_hf_model(HFModelParams(path=str(checkpoint), dtype="bfloat16"))
     assert next(model.parameters()).dtype == torch.bfloat16
