@@ -12,17 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from transformers import (
-    AutoModelForCausalLM,
-    AutoTokenizer,
-    PreTrainedModel,
-    PreTrainedTokenizerBase,
-    PreTrainedTokenizerFast,
-)
+from transformers import AutoModelForCausalLM, PreTrainedModel, PreTrainedTokenizerBase
 
 from hpcrl_core.config import HFModelParams
 from hpcrl_core.errors import ConfigError
-from hpcrl_core.models.tokenizer import is_own_tokenizer
+from hpcrl_core.models.tokenizer import tokenizer_from_folder
 
 KEY = "model.hf.path"
 
@@ -61,11 +55,8 @@ def load_hf_model(params: HFModelParams) -> tuple[PreTrainedModel, PreTrainedTok
     """
     folder = check_hf_folder(params.path)
     try:
-        if is_own_tokenizer(folder):  # our checkpoints (checkpoints/sft/final): exactly as trained, see load_tokenizer
-            tokenizer = PreTrainedTokenizerFast.from_pretrained(str(folder), local_files_only=True)
-        else:
-            tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True,
-                                                      trust_remote_code=params.trust_remote_code)
+        # our own checkpoints (checkpoints/sft/final) tokenize exactly as in training
+        tokenizer = tokenizer_from_folder(folder, trust_remote_code=params.trust_remote_code)
     except (OSError, ValueError, KeyError) as err:
         raise ConfigError(f"{KEY}: no loadable tokenizer in {folder} ({err}); save the model's tokenizer there "
                           f"too (tokenizer.save_pretrained)") from None

@@ -139,14 +139,29 @@ def save_tokenizer(tok: PreTrainedTokenizerBase, path: Path) -> None:
     tok.save_pretrained(str(path))
 
 
-def is_own_tokenizer(path: Path) -> bool:
-    """Whether ``path`` holds a tokenizer saved by ``save_tokenizer`` (a plain tokenizers-backed class); such a
-    tokenizer must be loaded as ``PreTrainedTokenizerFast``, never through ``AutoTokenizer`` (``load_tokenizer``)."""
+def _own_tokenizer(path: Path) -> bool:
+    """Whether ``path`` holds a tokenizer saved by ``save_tokenizer`` (a plain tokenizers-backed class)."""
     try:
         config = json.loads((path / "tokenizer_config.json").read_text())
     except (OSError, ValueError):
         return False
     return config.get("tokenizer_class") in ("TokenizersBackend", "PreTrainedTokenizerFast")
+
+
+def tokenizer_from_folder(path: Path, trust_remote_code: bool = False) -> PreTrainedTokenizerBase:
+    """The tokenizer in a local folder, loaded as it was saved (never the hub).
+
+    Ours (written by ``save_tokenizer``) load as ``PreTrainedTokenizerFast`` from tokenizer.json exactly: AutoTokenizer
+    would pick the tokenizer class of the model type in a config.json next to it (a checkpoint folder:
+    Qwen2Tokenizer), which rebuilds the pre-tokenizer with its own regex and so tokenizes every text differently
+    from training. Any other folder loads through AutoTokenizer.
+
+    Raises:
+        OSError, ValueError, KeyError: from transformers, when the folder holds no loadable tokenizer.
+    """
+    if _own_tokenizer(path):
+        return PreTrainedTokenizerFast.from_pretrained(str(path), local_files_only=True)
+    return AutoTokenizer.from_pretrained(str(path), local_files_only=True, trust_remote_code=trust_remote_code)
 
 
 def load_tokenizer(path: Path, key: str = "model.tokenizer.path") -> PreTrainedTokenizerBase:
@@ -163,13 +178,7 @@ def load_tokenizer(path: Path, key: str = "model.tokenizer.path") -> PreTrainedT
         raise ConfigError(f"{key}: the tokenizer folder {path} does not exist; give a folder written by "
                           f"save_tokenizer (e.g. checkpoints/sft/tokenizer) or set {key}: null to train one on data/")
     try:
-        if is_own_tokenizer(path):
-            # Ours: load tokenizer.json exactly as saved. AutoTokenizer would pick the tokenizer class of the model
-            # type in a config.json next to it (a checkpoint folder: Qwen2Tokenizer), which rebuilds the
-            # pre-tokenizer with its own regex and so tokenizes every text differently from training.
-            tok = PreTrainedTokenizerFast.from_pretrained(str(path), local_files_only=True)
-        else:
-            tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        tok = tokenizer_from_folder(path)
     except (OSError, ValueError) as err:
         raise ConfigError(f"{key}: {path} holds no loadable tokenizer ({err}); expected tokenizer.json and "
                           f"tokenizer_config.json as written by save_tokenizer") from None
