@@ -21,6 +21,7 @@ from hpcrl_core.data.dgemm_variants_style import (
     Style,
     block,
     includes,
+    layout_choice,
     lead,
     omp_for,
     render,
@@ -138,8 +139,7 @@ def blocked(rng: random.Random, s: Style) -> Draft:
     # Not local constants with block indices: the detector takes `blk * bs` for a pointer dereference (`* bs`) and
     # then does not know bs, so rule (3) of cache_blocking would miss the tiling.
     modes = ("end", "end", "inline", "and") if local else ("end", "end", "inline", "and", "index")
-    mode = rng.choice(modes)
-    tl = _Tiling(s, mode if s.vary_layout else "end", sizes, local)  # the house layout: bounds in the header
+    tl = _Tiling(s, layout_choice(s, rng, modes), sizes, local)  # the house layout: tile ends in the header
     order = rng.choice(_TILE_ORDERS)
     # Half i-j-k: the only tiled kernels for prompts that permit cache_blocking but forbid loop_reorder. At 3:1 the
     # corpus held 34 of them in 212 tiled records, and the tiny model tiled i-k-j where loop_reorder was forbidden.

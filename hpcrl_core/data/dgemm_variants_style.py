@@ -179,10 +179,16 @@ def random_style(rng: random.Random, vary_names: bool, vary_layout: bool = True)
     return style if vary_layout else replace(style, vary_layout=False, **HOUSE_LAYOUT)  # type: ignore[arg-type]
 
 
+def layout_choice(s: Style, rng: random.Random, forms: Sequence[_T]) -> _T:
+    """One of ``forms`` drawn from ``rng``; in the house layout always the first (the draw is still made)."""
+    drawn = rng.choice(forms)
+    return drawn if s.vary_layout else forms[0]
+
+
 def omp_for(s: Style, rng: random.Random, extra: str = "") -> str:
     """A ``#pragma omp parallel for`` line with an optional schedule clause (none in the house layout)."""
-    sched = rng.choice(("", "", " schedule(static)", " schedule(dynamic, 4)", " schedule(guided)"))
-    return f"#pragma omp parallel for{extra}{sched if s.vary_layout else ''}"
+    sched = layout_choice(s, rng, ("", "", " schedule(static)", " schedule(dynamic, 4)", " schedule(guided)"))
+    return f"#pragma omp parallel for{extra}{sched}"
 
 
 def lead(pragma: str) -> str:
@@ -219,14 +225,9 @@ def includes(*headers: str) -> str:
     return "".join(f"#include <{h}>\n" for h in dict.fromkeys(headers)) + ("\n" if headers else "")
 
 
-def _one_of(s: Style, rng: random.Random, forms: Sequence[str]) -> str:
-    drawn = rng.choice(forms)
-    return drawn if s.vary_layout else forms[0]
-
-
 def zero_matrix(s: Style, rng: random.Random) -> str:
     """A statement that zeroes all of C (C arrives holding garbage); the first form in the house layout."""
-    return _one_of(s, rng, (
+    return layout_choice(s, rng, (
         "memset(C, 0, (size_t)n * n * sizeof(double));",
         "memset(C, 0, sizeof(double) * (size_t)n * n);",
         "for (size_t z = 0; z < (size_t)n * n; z++)\n    C[z] = 0.0;",
@@ -235,9 +236,9 @@ def zero_matrix(s: Style, rng: random.Random) -> str:
 
 def zero_row(s: Style, ptr: str, rng: random.Random) -> str:
     """A statement that zeroes one row of n doubles at ``ptr``; the first form in the house layout."""
-    return _one_of(s, rng, (f"memset({ptr}, 0, (size_t)n * sizeof(double));",
-                            f"memset({ptr}, 0, sizeof(double) * n);",
-                            f"for (int z = 0; z < n; z++)\n    {ptr}[z] = 0.0;"))
+    return layout_choice(s, rng, (f"memset({ptr}, 0, (size_t)n * sizeof(double));",
+                                  f"memset({ptr}, 0, sizeof(double) * n);",
+                                  f"for (int z = 0; z < n; z++)\n    {ptr}[z] = 0.0;"))
 
 
 def block(text: str, depth: int) -> str:
