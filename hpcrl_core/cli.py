@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hpcrl_core.config import DEFAULT_PARAMS, Params, Settings, load_params
+from hpcrl_core.config import DEFAULT_PARAMS, BenchParams, Params, Settings, load_params
 from hpcrl_core.errors import HPCRLError
 
 
@@ -57,8 +57,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if args.cores_per_slot:
         overrides["executor"] = params.bench.executor.model_copy(update={"cores_per_slot": args.cores_per_slot})
     bench = params.bench.model_copy(update=overrides)
-    # model_copy skips validation; re-validate so overrides obey the same rules as params.yaml
-    params = Params.model_validate({**params.model_dump(), "bench": bench.model_dump()})
+    # model_copy skips validation; re-validate so overrides obey the same rules as params.yaml (only bench changed,
+    # and only bench is read: the dvc stage node_reference lists that section alone)
+    params = params.model_copy(update={"bench": BenchParams.model_validate(bench.model_dump())})
     return run_bench_command(params, Settings(), files=[Path(f) for f in args.files], reference=args.reference,
                              ladder=args.ladder, as_json=args.json, report=Path(args.report) if args.report else None)
 
