@@ -77,6 +77,8 @@ def card_markdown(card: dict[str, Any]) -> str:
     lines += ["", "## Hygiene", ""] + [f"- {k}: {v}" for k, v in card["hygiene"].items() if k != "conflict_ids"]
     if card["hygiene"].get("conflict_ids"):
         lines.append(f"- conflicting item ids (first 50): {', '.join(card['hygiene']['conflict_ids'])}")
+    if card.get("notices"):
+        lines += ["", "## Licence notices", ""] + [f"- `{name}`: {what}" for name, what in card["notices"].items()]
     if card.get("extra"):
         lines += ["", "## Details", "", "```json", json.dumps(card["extra"], indent=2, default=str), "```"]
     return "\n".join(lines) + "\n"

@@ -21,7 +21,7 @@ from hpcrl_core.data.mlperf import generate_mlperf_items, load_hpcgpt_mlperf
 from hpcrl_core.data.plp import generate_plp_items, load_hpcgpt_plp
 from hpcrl_core.data.prepare import FamilyOutput, Progress, finish, sources_of
 from hpcrl_core.data.race_gen import generate_race_items
-from hpcrl_core.data.race_loaders import load_dataracebench, load_hpcgpt_race
+from hpcrl_core.data.race_loaders import NOTICE_FILE, dataracebench_notice, load_dataracebench, load_hpcgpt_race
 from hpcrl_core.data.race_tsan import check_with_tsan, tsan_agreement, tsan_available
 from hpcrl_core.data.schema import Record
 
@@ -36,14 +36,20 @@ def prepare_race(language: str, p: PrepareParams, progress: Progress | None = No
     t0 = time.monotonic()
     family = f"race_{language}"
     records: list[Record] = []
+    drb_roots: list[Path] = []
     for kind, path in sources_of(p, family):
         if kind == "synthetic":
             records += generate_race_items(language, p.race.per_pattern, p.seed)
         elif kind == "dataracebench":
-            records += load_dataracebench(Path(str(path)), language)
+            drb_roots.append(Path(str(path)))
+            records += load_dataracebench(drb_roots[-1], language)
         else:
             records += load_hpcgpt_race(Path(str(path)), language)
     out = finish(family, records, p, key=_race_stratum, group=_race_group, strip=True, t0=t0)
+    if drb_roots:  # the licence notice travels with the data: written next to it, named in the card
+        out.text_files[NOTICE_FILE] = dataracebench_notice(drb_roots, language)
+        out.card["notices"] = {NOTICE_FILE: "DataRaceBench's licence notice; it applies to the dataracebench records "
+                                            "and goes with every copy of them"}
     if language == "c" and p.race.tsan:
         _tsan_report(out, progress)
     return out

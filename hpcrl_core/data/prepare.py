@@ -8,6 +8,7 @@ temporary folder and swapped in at the end, so a failure leaves ``data/`` as it 
 Layout written::
 
     data/<family>/train.jsonl, eval.jsonl, card.json, card.md
+    data/race_<language>/NOTICE-DataRaceBench.txt   (only with a dataracebench source: its licence notice)
     data/dgemm/problems_train.jsonl, problems_eval.jsonl, corpus.jsonl
     data/summary.json
 
@@ -35,13 +36,15 @@ Progress = Callable[[str], None]
 
 @dataclass
 class FamilyOutput:
-    """What one family contributes to ``data/``: JSONL files of records, extra JSON files, and its card."""
+    """What one family contributes to ``data/``: JSONL files of records, extra JSON files, text files (licence
+    notices of the sources), and its card."""
 
     family: str
     files: dict[str, list[Record]]
     card: dict[str, Any]
     seconds: float = 0.0
     extra_files: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    text_files: dict[str, str] = field(default_factory=dict)
 
 
 def sources_of(p: PrepareParams, family: str) -> list[tuple[str, Path | None]]:
@@ -89,6 +92,8 @@ def write_outputs(outputs: list[FamilyOutput], out_dir: Path) -> dict[str, Any]:
                 write_jsonl(folder / name, records)
             for name, rows in o.extra_files.items():
                 (folder / name).write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+            for name, text in o.text_files.items():
+                (folder / name).write_text(text)
             write_card(o.card, folder)
             summary["families"][o.family] = {**o.card["counts"], "seconds": round(o.seconds, 1)}
         (tmp / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")

@@ -10,8 +10,9 @@ Label leaks are stripped from every program (``strip_label_leaks``). DataRaceBen
 in many ways ("Data race pair: a[i+1]@64:10:W vs. ...", "No data race pairs", "simulate the missing taskwait
 mistake") and in names (``program DRB001_antidep1_orig_yes``), so every comment goes (OpenMP sentinels ``!$omp`` and
 ``!$`` lines are kept) and every ``DRBnnn...`` token becomes ``kernel1``, ``kernel2``... consistently, so the
-program still compiles. The dropped comments include DataRaceBench's BSD licence header: the data card must carry
-that notice for any redistribution.
+program still compiles. The dropped comments include DataRaceBench's BSD licence header, so whoever passes the
+records on must pass that notice on with them: ``dataracebench_notice`` returns it verbatim, and the prepare stage
+writes it next to the family's data (``data/race_<language>/NOTICE-DataRaceBench.txt``) and names it in the data card.
 
 Test: ``pytest tests/data/test_race_loaders.py``.
 """
@@ -19,6 +20,8 @@ Test: ``pytest tests/data/test_race_loaders.py``.
 from __future__ import annotations
 
 import re
+import textwrap
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -34,6 +37,10 @@ _DRB_TOKEN = re.compile(r"\bDRB\d+[\w.-]*", re.I)
 _RACE_PAIR = re.compile(r"([^\s@:,]+)@\d+:\d+(?::[RW])?\s+vs\.?\s+([^\s@:,]+)@\d+:\d+")
 _C_TOKENS = re.compile(r"\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'|//[^\n]*|/\*.*?(?:\*/|\Z)", re.S)
 _FENCED = re.compile(r"(```[^\n]*\n)(.*?)(```)", re.S)
+NOTICE_FILE = "NOTICE-DataRaceBench.txt"
+_LICENCE_FILES = ("LICENSE*", "COPYRIGHT*", "NOTICE*")
+_OPENING_COMMENT = {"c": re.compile(r"\A\s*(/\*.*?\*/)", re.S),
+                    "fortran": re.compile(r"\A\s*((?:[ \t]*!(?!\$).*\n)+)")}
 _FIRST_WORD = re.compile(r"^\W*(yes|no)\b", re.I)
 _RACE = r"data[- ]races?"
 _NEGATIVE = re.compile(
@@ -62,9 +69,9 @@ def load_dataracebench(root: Path, language: str, skip_unlabelled: bool = False)
     _check_language(language)
     if not root.is_dir():
         raise DataError(f"{root}: no such DataRaceBench folder (expected {DRB_DIRS[language]}/ in it, or the files)")
-    folder = root / DRB_DIRS[language] if (root / DRB_DIRS[language]).is_dir() else root
-    files = sorted(f for f in folder.iterdir() if f.is_file() and f.suffix in DRB_SUFFIXES[language])
+    files = _drb_files(root, language)
     if not files:
+        folder = root / DRB_DIRS[language] if (root / DRB_DIRS[language]).is_dir() else root
         raise DataError(f"{folder}: no {language} files ({', '.join(DRB_SUFFIXES[language])}) found")
     out = []
     for path in files:
@@ -77,6 +84,41 @@ def load_dataracebench(root: Path, language: str, skip_unlabelled: bool = False)
                             "it, or pass skip_unlabelled=True")
         out.append(_drb_record(path, root, language, m.group("pattern"), m.group("label").lower()))
     return out
+
+
+def dataracebench_notice(roots: Sequence[Path], language: str) -> str:
+    """The text of ``NOTICE-DataRaceBench.txt`` for records ``load_dataracebench`` made from ``roots``.
+
+    Per root, verbatim: the checkout's licence files (``LICENSE*``, ``COPYRIGHT*``, ``NOTICE*`` in the root, or in
+    the folder above when the root is a ``micro-benchmarks`` folder itself), else the opening comment of its first
+    program, where DataRaceBench puts its BSD notice.
+
+    Raises:
+        DataError: a root with neither licence files nor an opening comment (naming the root).
+    """
+    _check_language(language)
+    parts = [textwrap.fill(f"The {FAMILIES[language]} records whose provenance source starts with "
+                           "\"dataracebench:\" are programs of DataRaceBench (Lawrence Livermore National Laboratory) "
+                           "with their comments removed. The notice below, which those comments carried, applies to "
+                           "them: pass it on with any copy of them.", 100)]
+    for root in roots:
+        folders = [root, root.parent] if root.name in DRB_DIRS.values() else [root]
+        found = [f for folder in folders for pattern in _LICENCE_FILES for f in sorted(folder.glob(pattern))]
+        texts = [(f.name, f.read_text(encoding="utf-8", errors="replace")) for f in found if f.is_file()]
+        first = _drb_files(root, language)[:1] if not texts else []
+        if first and (m := _OPENING_COMMENT[language].match(first[0].read_text(encoding="utf-8", errors="replace"))):
+            texts = [(f"opening comment of {first[0].name}", m.group(1))]
+        if not texts:
+            raise DataError(f"{root}: no DataRaceBench licence notice found (no LICENSE*, COPYRIGHT* or NOTICE* file, "
+                            "and the first program opens with no comment); its records may only be passed on with "
+                            "that notice: copy the checkout's licence file into this folder")
+        parts += [f"--- dataracebench:{root}: {name} ---\n{text.strip()}" for name, text in texts]
+    return "\n\n".join(parts) + "\n"
+
+
+def _drb_files(root: Path, language: str) -> list[Path]:
+    folder = root / DRB_DIRS[language] if (root / DRB_DIRS[language]).is_dir() else root
+    return sorted(f for f in folder.iterdir() if f.is_file() and f.suffix in DRB_SUFFIXES[language])
 
 
 def _drb_record(path: Path, root: Path, language: str, pattern: str, label: str) -> Record:

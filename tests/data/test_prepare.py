@@ -97,3 +97,21 @@ def test_real_and_synthetic_sources_combine(tmp_path: Path) -> None:
     assert sources[f"hpcgpt:{real}"] == 1  # three identical records: two duplicates dropped
     assert out.card["hygiene"]["duplicates_dropped"] == 2
     assert sources["synthetic:mlperf-facts@1"] > 100
+
+
+def test_dataracebench_notice_is_written_next_to_the_race_data(tmp_path: Path) -> None:
+    from hpcrl_core.data.families import prepare_race
+
+    drb = Path(__file__).parent / "fixtures" / "race" / "dataracebench"
+    p = parse_params({"prepare": {"sources": {"race_c": ["synthetic", f"dataracebench:{drb}"]},
+                                  "race": {"per_pattern": 2, "tsan": False}}}).prepare
+    out = prepare_race("c", p)
+    assert out.card["sources"][f"dataracebench:{drb}"] == 2
+    prep.write_outputs([out], tmp_path / "data")
+    notice = (tmp_path / "data" / "race_c" / "NOTICE-DataRaceBench.txt").read_text()
+    assert "Stand-in notice: Copyright (c) hpcrl test authors." in notice
+    card = json.loads((tmp_path / "data" / "race_c" / "card.json").read_text())
+    assert "NOTICE-DataRaceBench.txt" in card["notices"]
+    assert "NOTICE-DataRaceBench.txt" in (tmp_path / "data" / "race_c" / "card.md").read_text()
+    synthetic_only = prepare_race("c", parse_params({"prepare": {"race": {"per_pattern": 2, "tsan": False}}}).prepare)
+    assert not synthetic_only.text_files and "notices" not in synthetic_only.card

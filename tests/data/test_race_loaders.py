@@ -15,7 +15,14 @@ from pathlib import Path
 import pytest
 
 from hpcrl_core.data.race_gen import SYSTEM
-from hpcrl_core.data.race_loaders import load_dataracebench, load_hpcgpt_race, race_label, strip_label_leaks
+from hpcrl_core.data.race_loaders import (
+    NOTICE_FILE,
+    dataracebench_notice,
+    load_dataracebench,
+    load_hpcgpt_race,
+    race_label,
+    strip_label_leaks,
+)
 from hpcrl_core.data.schema import Record
 from hpcrl_core.errors import DataError
 
@@ -169,6 +176,35 @@ def test_hpcgpt_bad_input(tmp_path: Path) -> None:
         load_hpcgpt_race(tmp_path / "absent.json", "fortran")
     with pytest.raises(DataError, match="'rust' is not supported"):
         load_hpcgpt_race(FIXTURES / "hpcgpt_race_c.json", "rust")
+
+
+def test_dataracebench_notice_is_the_stripped_opening_comment() -> None:
+    for language, header in (("c", "Stand-in notice: Copyright (c) hpcrl test authors."),
+                             ("fortran", "!!! micro-benchmark (stand-in notice, DataRaceBench-style).")):
+        notice = dataracebench_notice([DRB], language)
+        assert header in notice and f"dataracebench:{DRB}" in notice
+        assert all(header not in r.question for r in load_dataracebench(DRB, language))  # the records lost it
+    assert "Data race pair" not in dataracebench_notice([DRB], "c")  # only the opening comment, not the next one
+
+
+def test_dataracebench_notice_prefers_the_checkout_licence_files(tmp_path: Path) -> None:
+    root = tmp_path / "dataracebench"
+    shutil.copytree(DRB, root)
+    (root / "LICENSE.txt").write_text("BSD licence text of the checkout\n")
+    (root / "COPYRIGHT").write_text("Copyright notice of the checkout\n")
+    for given in (root, root / "micro-benchmarks"):  # the checkout, or its micro-benchmarks folder
+        notice = dataracebench_notice([given], "c")
+        assert "BSD licence text of the checkout" in notice and "Copyright notice of the checkout" in notice
+        assert "Stand-in notice" not in notice
+    assert NOTICE_FILE == "NOTICE-DataRaceBench.txt"
+
+
+def test_dataracebench_without_a_notice_is_refused(tmp_path: Path) -> None:
+    bare = tmp_path / "drb"
+    bare.mkdir()
+    (bare / "DRB001-antidep1-orig-yes.c").write_text("int main(void) { return 0; }\n")
+    with pytest.raises(DataError, match="no DataRaceBench licence notice found"):
+        dataracebench_notice([bare], "c")
 
 
 def test_strip_label_leaks_c() -> None:
