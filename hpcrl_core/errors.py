@@ -4,7 +4,8 @@ Failures split three ways (see ARCHITECTURE.md): a model's mistake becomes a rew
 exception; "not applicable" is ``None``; an infrastructure fault raises one of these typed errors so that the
 orchestrator can retry it. Never catch a ``BenchInfraError`` and turn it into a reward.
 
-Test: ``pytest tests/test_errors.py`` (and every module that raises these).
+Test: no test file of its own; each error is tested where it is raised, e.g. ``pytest tests/test_config.py``
+(``ConfigError`` lines) and ``pytest tests/rewards/test_dgemm_reward.py`` (a ``BenchInfraError`` is never a reward).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ A card carries counts per split, label balance, lengths (characters and whitespa
 completion), the sources, every hygiene action, and family-specific extras (the DGEMM corpus's GFLOPS
 distribution, ThreadSanitizer agreement for C race items).
 
-Test: ``pytest tests/data/test_cards.py``.
+Test: ``pytest tests/data/test_prepare.py`` (cards built, rendered and written with the data).
 """
 
 from __future__ import annotations
