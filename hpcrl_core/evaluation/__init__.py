@@ -1,4 +1,6 @@
-"""Evaluation: HARGO metrics (``metrics``), PLP embedding similarity (``embeddings``) and the evaluation runner.
+"""Evaluation: the post-SFT runner (``runner``), the SFT-vs-RL DGEMM evaluation (``dgemm_eval``), sampling
+(``generate``), task metrics (``metrics``: race F1, MLPerf exact match and tiered score, WinRate), PLP embedding
+similarity (``embeddings``) and plots (``plots``).
 
 Test: ``pytest tests/evaluation``.
 """

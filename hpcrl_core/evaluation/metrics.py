@@ -1,4 +1,5 @@
-"""HARGO evaluation metrics: data-race F1, MLPerf exact match / tiered score, and WinRate.
+"""Task metrics: data-race F1, MLPerf exact match / tiered score, and WinRate (the measures of the HARGO paper; the
+HARGO trainer itself is not built yet).
 
 Plain functions over predictions and references; the evaluation runner turns their dicts into ``reports/*.json``
 (DVC metrics). PLP similarity needs a sentence encoder and lives in ``embeddings.py``.
@@ -160,8 +161,8 @@ def mlperf_scores(predictions: Sequence[str], records: Sequence[Record | Mapping
 def winrate(scores_a: Sequence[float], scores_b: Sequence[float]) -> float:
     """How often system A beats system B item by item: win 1, tie 0.5, loss 0, averaged.
 
-    HARGO compares the trained model's reward on each item with the SFT model's. Ties are exact equality, which
-    suits the discrete rewards compared here (tiered scores, 0/1 correctness).
+    The HARGO paper compares the trained model's reward on each item with the SFT model's. Ties are exact equality,
+    which suits the discrete rewards compared here (tiered scores, 0/1 correctness).
 
     Args:
         scores_a: per-item scores of system A.

@@ -1,4 +1,5 @@
-"""Assembly of TRL trainers (SFT, GRPO, HARGO): params + data + policy → a ready trainer. No maths here.
+"""Assembly of TRL trainers (SFT in ``sft.py``, GRPO in ``rl.py``): params + data + policy → a ready trainer. No
+maths here.
 
 Test: ``pytest tests/training``.
 """

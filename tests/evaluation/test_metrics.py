@@ -1,4 +1,4 @@
-"""Tests of the HARGO metrics: race verdict parsing, race F1, MLPerf scores, WinRate.
+"""Tests of the task metrics: race verdict parsing, race F1, MLPerf scores, WinRate.
 
 Run: ``.venv/bin/python -m pytest tests/evaluation/test_metrics.py -q``.
 """
