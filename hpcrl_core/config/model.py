@@ -98,7 +98,7 @@ class SFTParams(Section):
     """Supervised fine-tuning (``dvc repro sft``): TRL's SFTTrainer on the prepared prompt-completion records.
 
     Defaults fit the tiny model trained from scratch on 2 CPU cores: AdamW 1e-3, short warmup + cosine, batch 8 of
-    length-grouped records, 2000 steps (~13 epochs of the default data; docs/models.md has the measurements).
+    length-grouped records, 2000 steps (~13 epochs of the default data; docs/experiments.md has the measurements).
     ``trl`` passes further SFTConfig options through, checked by name when the trainer is assembled.
     """
 

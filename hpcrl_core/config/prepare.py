@@ -30,8 +30,8 @@ class DgemmPrepParams(Section):
     variants: int = Field(320, ge=1, le=100_000)  # kernel variants generated and benchmarked for the corpus
     bench_n: int = Field(256, ge=16, le=4096)  # size at which corpus kernels are verified and timed
     per_kernel: int = Field(4, ge=1, le=100)  # train prompts each verified kernel is paired with
-    vary_names: bool = False  # draw identifier spellings per variant (off: one spelling per name; docs/models.md)
-    vary_layout: bool = False  # draw layout per variant (off: one house layout, only algorithms vary; docs/models.md)
+    vary_names: bool = False  # draw identifier spellings per variant (off: one spelling per name; docs/data.md)
+    vary_layout: bool = False  # draw layout per variant (off: one house layout, only algorithms vary; docs/data.md)
 
 
 class RacePrepParams(Section):

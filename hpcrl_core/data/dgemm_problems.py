@@ -137,7 +137,7 @@ def problem_prompt(p: Problem) -> list[dict[str, str]]:
         else "Permitted techniques: none (write a plain kernel)."
     # A forbidden line reads "- no simd: ...", never like the permitted line "- simd: ...". The tiny model's
     # tokenizer makes each frequent line one token, so with equal lines a technique's token meant "use it" or
-    # "never use it" only through which heading came before it (docs/models.md).
+    # "never use it" only through which heading came before it (docs/experiments.md).
     forbidden = ("Forbidden techniques (a kernel using one is rejected):\n" + _technique_lines(p.forbidden, "no ")) \
         if p.forbidden else "Forbidden techniques: none."
     user = (f"Write a C99 function\n{SIGNATURE}\ncomputing C = A*B for row-major n x n matrices (element i,j at "

@@ -50,7 +50,7 @@ _DOT_NAMES = ("dot_col", "col_dot", "edge_dot")  # the edge helper of register-t
 # With ``vary_names`` off every name takes its first spelling. A kernel declares a name on one line and uses it on
 # many others; the tiny model (one token per line, so a name is fused into each line's tokens) often mixed two
 # drawn spellings in one kernel (``dot_col`` defined, ``edge_dot`` called; ``p`` declared, ``k`` used), and about
-# half of its compile errors were such mixes (docs/models.md). Layout, index style and constants still vary.
+# half of its compile errors were such mixes (docs/experiments.md). Layout, index style and constants still vary.
 
 
 def pick_name(rng: random.Random, pool: Sequence[_T], vary_names: bool) -> _T:

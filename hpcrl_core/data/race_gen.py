@@ -11,7 +11,7 @@ Items come in minimal pairs: the racy item ``2m`` and the race-free item ``2m + 
 seed, so they share names, sizes, types and layout up to where the kernel's choice of fix starts drawing (a
 comment or an extra statement after that point may differ). A model trained on such pairs has to find what makes
 the race, not what tells two unrelated programs apart: with the tiny SFT model on race items alone, held-out F1
-rose from 0.62 to 0.86 at the same size and steps (docs/models.md). ``provenance["pair"]`` names the pair, and
+rose from 0.62 to 0.86 at the same size and steps (docs/experiments.md). ``provenance["pair"]`` names the pair, and
 the prepare stage keeps both halves of a pair on one side of the train/eval split.
 
 Labels follow OpenMP semantics, not what one run shows: an ``omp simd`` loop with a loop-carried dependence is a
