@@ -16,7 +16,8 @@ anywhere in the stage's closure outside hpcrl_core/config (which defines the mod
 longest prefix of schema fields: ``params.bench.cflags`` reads ``bench.cflags``; ``params.bench`` handed on whole
 (``Engine(params.bench)``, ``params.bench.model_dump()``) reads all of ``bench``; ``params.model_dump()`` reads
 every section. A key read is covered by a ``params`` entry equal to it or above it (``bench`` covers
-``bench.cflags``, not the other way round).
+``bench.cflags``, not the other way round). Not seen: ``getattr(params, name)`` with a computed name (the code
+has none on a ``Params``; on a section object it changes nothing, since that section was already read whole).
 
 The closure is per module, not per call path, so it can name a read that the stage's command never executes;
 ``NOT_RUN`` lists those with the reason, and an entry the scan no longer finds fails the test.
