@@ -1,8 +1,10 @@
-"""Step 3: compile a kernel against the project's driver, screen the object, link.
+"""Step 3: compile a kernel, screen the object, link it with the project's runner; build the monitor.
 
-- The driver (``csrc/driver.c``) is compiled once per (compiler, driver source, node) into the cache folder and
-  reused; the kernel is compiled alone with the contract header force-included, so a definition with another
-  signature is a "conflicting types" error, reported as a format violation.
+- The runner (``csrc/runner.c``: the project's code inside the kernel's process) and the monitor
+  (``csrc/monitor.c``: inputs, clock, checks, report, in a process of its own) are built once per (compiler,
+  harness sources, node) into the cache folder and reused; the kernel is compiled alone with the contract header
+  force-included, so a definition with another signature is a "conflicting types" error, reported as a format
+  violation.
 - The link-level screen reads the kernel object: it may define only ``dgemm`` globally (static helpers are
   fine), may reference only an allowlist of libc/libm/OpenMP/libgcc symbols, and may carry no constructor,
   destructor or init sections.
@@ -27,7 +29,7 @@ from hpcrl_core.bench.procs import ToolLimits, run_tool
 from hpcrl_core.errors import BenchInfraError
 
 CSRC = Path(str(resources.files("hpcrl_core.bench") / "csrc"))
-DRIVER_FLAGS = ("-O3", "-march=native", "-fno-fast-math", "-std=gnu11")
+HARNESS_FLAGS = ("-O3", "-march=native", "-fno-fast-math", "-std=gnu11")
 COMPILER_MEMORY_MB = 2048  # address-space limit of one compile: a pathological kernel cannot exhaust the node
 
 _ALLOWED_UNDEFINED = {
@@ -75,28 +77,42 @@ def toolchain(compiler: str) -> Toolchain:
     return Toolchain(path, res.stdout.splitlines()[0].strip() if res.stdout else "unknown")
 
 
-def driver_version() -> str:
-    """Hash of the driver and contract sources; part of every cache key."""
+_HARNESS_SOURCES = ("monitor.c", "runner.c", "protocol.h", "contract.h")
+
+
+def harness_version() -> str:
+    """Hash of the monitor, runner, protocol and contract sources and their flags; part of every cache key."""
     h = hashlib.sha256()
-    for name in ("driver.c", "contract.h"):
+    for name in _HARNESS_SOURCES:
         h.update((CSRC / name).read_bytes())
-    h.update(" ".join(DRIVER_FLAGS).encode())
+    h.update(" ".join(HARNESS_FLAGS).encode())
     return h.hexdigest()[:16]
 
 
-def driver_object(cache_dir: Path, tc: Toolchain, node: str) -> Path:
-    """Compile the driver once per (compiler, driver source, node); safe when processes race (atomic rename)."""
-    key = hashlib.sha256(f"{tc.version}|{tc.compiler}|{driver_version()}|{node}".encode()).hexdigest()[:16]
-    out = cache_dir / f"driver-{key}.o"
+def _build_once(cache_dir: Path, tc: Toolchain, node: str, stem: str, suffix: str, argv_tail: list[str]) -> Path:
+    """Build one harness part once per (compiler, harness sources, node); safe when processes race."""
+    key = hashlib.sha256(f"{tc.version}|{tc.compiler}|{harness_version()}|{node}".encode()).hexdigest()[:16]
+    out = cache_dir / f"{stem}-{key}{suffix}"
     if out.exists():
         return out
     cache_dir.mkdir(parents=True, exist_ok=True)
-    tmp = cache_dir / f".driver-{key}.{os.getpid()}.o"
-    res = run_tool([tc.compiler, *DRIVER_FLAGS, "-c", str(CSRC / "driver.c"), "-o", str(tmp)], timeout=120)
+    tmp = cache_dir / f".{stem}-{key}.{os.getpid()}{suffix}"
+    res = run_tool([tc.compiler, *HARNESS_FLAGS, "-I", str(CSRC), *argv_tail, "-o", str(tmp)], timeout=120)
     if res.returncode != 0:
-        raise BenchInfraError(f"the benchmark driver does not compile with {tc.version}: {res.stderr[:500]}")
+        raise BenchInfraError(f"the benchmark {stem} does not compile with {tc.version}: {res.stderr[:500]}")
+    os.chmod(tmp, 0o755)
     os.replace(tmp, out)
     return out
+
+
+def runner_object(cache_dir: Path, tc: Toolchain, node: str) -> Path:
+    """The runner (the project's code inside the kernel's process), compiled to an object linked with kernels."""
+    return _build_once(cache_dir, tc, node, "runner", ".o", ["-c", str(CSRC / "runner.c")])
+
+
+def monitor_binary(cache_dir: Path, tc: Toolchain, node: str) -> Path:
+    """The monitor (inputs, clock, checks, report; never linked with model code), compiled to an executable."""
+    return _build_once(cache_dir, tc, node, "monitor", "", [str(CSRC / "monitor.c"), "-lm"])
 
 
 @dataclass(frozen=True)
@@ -172,10 +188,10 @@ def screen_object(obj: Path, cores: Sequence[int] | None = None) -> str | None:
     return None
 
 
-def link(obj: Path, driver: Path, exe: Path, tc: Toolchain, timeout: float,
+def link(obj: Path, runner: Path, exe: Path, tc: Toolchain, timeout: float,
          cores: Sequence[int] | None = None) -> CompileOutcome:
-    """Link kernel object and driver; OpenMP and libm are always linked."""
-    res = run_tool([tc.compiler, "-fopenmp", str(driver), str(obj), "-o", str(exe), "-lm"], timeout=timeout,
+    """Link kernel object and runner; OpenMP and libm are always linked."""
+    res = run_tool([tc.compiler, "-fopenmp", str(runner), str(obj), "-o", str(exe), "-lm"], timeout=timeout,
                    cwd=exe.parent, cores=cores)
     if res.timed_out:
         return CompileOutcome("timeout", f"linking did not finish within {timeout:g} s", res.seconds)

@@ -1,9 +1,11 @@
 """The DGEMM benchmark engine: one completion in, one ``BenchResult`` out.
 
-extract -> screen (+ techniques) -> compile -> link-level screen -> link -> sandboxed run of the project's driver
-(full verification at n, an odd size and a small size; timed calls on fresh inputs, each checked) -> statistics.
-A disturbed timing (foreign CPU load above the threshold) is repeated and the least disturbed run kept. The
-engine knows nothing of rewards or RL; ``hpcrl_core.rewards`` turns a result into a reward.
+extract -> screen (+ techniques) -> compile -> link-level screen -> link with the runner -> the monitor runs it in
+a sandboxed process of its own (full verification at n, an odd size and a small size; timed calls on fresh
+inputs, each checked; the clock and the checks stay in the monitor) -> statistics. A job holds its slot's cores
+machine-wide (``slots.py``). A disturbed timing (foreign CPU load above the threshold) is repeated and the least
+disturbed run kept; one still disturbed after the retries is marked ``disturbed`` and never cached. The engine
+knows nothing of rewards or RL; ``hpcrl_core.rewards`` turns a result into a reward.
 
 Run: ``hpcrl bench FILE``.  Test: ``pytest tests/bench/test_engine.py tests/bench/test_adversarial.py``.
 """
@@ -24,22 +26,28 @@ from pathlib import Path
 from hpcrl_core.bench.compile import (
     Toolchain,
     compile_kernel,
-    driver_object,
-    driver_version,
+    harness_version,
     link,
+    monitor_binary,
+    runner_object,
     screen_object,
     toolchain,
 )
 from hpcrl_core.bench.extract import extract_code, normalise_code
 from hpcrl_core.bench.node import NodeInfo, node_info
 from hpcrl_core.bench.result import BenchResult, Status, failure
-from hpcrl_core.bench.sandbox import Isolation, RunOutcome, probe_isolation, run_sandboxed
+from hpcrl_core.bench.sandbox import Isolation, RunOutcome, probe_isolation, run_monitored
 from hpcrl_core.bench.screen import ensure_stub_headers, screen_source
+from hpcrl_core.bench.slots import core_locks
+from hpcrl_core.bench.speed import HostSpeed
+from hpcrl_core.bench.syscalls import syscall_name
 from hpcrl_core.config import BenchParams, Settings
 from hpcrl_core.errors import BenchInfraError
 
-ENGINE_VERSION = "2"  # bump when engine.py changes results for the same code (driver/screens are hashed)
-_PLAUSIBLE_PEAK_FACTOR = 3.0  # results above this multiple of the estimated peak are impossible: tampering
+ENGINE_VERSION = "3"  # bump when engine.py changes results for the same code (harness/screens are hashed)
+_PLAUSIBLE_PEAK_FACTOR = 3.0  # the monitor's figures above this multiple of the estimated peak mean a broken clock
+_MIN_LOAD_WALL_S = 0.2  # foreign load is judged over runs at least this long (the probe covers shorter ones)
+_EXIT_REFUSED = 121  # runner.c: the SIGSYS handler's exit code (HPCRL_EXIT_REFUSED in protocol.h)
 
 
 def screen_version() -> str:
@@ -63,14 +71,27 @@ def check_sizes(n: int, small_n: int) -> list[int]:
     return list(dict.fromkeys([n, odd, small_n]))
 
 
-def _check_reachable(folder: Path, isolation: Isolation) -> None:
+def quantile(xs: Sequence[float], q: float) -> float:
+    """The q-quantile of ``xs`` with linear interpolation between order statistics (q = 0.5: the median)."""
+    ys = sorted(xs)
+    pos = q * (len(ys) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(ys) - 1)
+    return ys[lo] + (ys[hi] - ys[lo]) * (pos - lo)
+
+
+def _badness(r: BenchResult, max_load: float) -> tuple[int, float, float]:
+    """Order of preference among repeated runs: undisturbed first, then least foreign load, least host slowdown."""
+    return (int(r.disturbed), max(0.0, (r.foreign_load or 0.0) - max_load), float(r.extra.get("host_slowdown", 9)))
+
+
+def _check_reachable(folder: Path, isolation: Isolation, user: str) -> None:
     """When runs drop to another user, every folder above scratch must let others through (o+x).
 
     Raises:
         BenchInfraError: naming the folder that blocks, and how to fix it.
     """
-    user = next((n.split(":", 1)[1] for n in isolation.names if n.startswith("uid:")), None)
-    if user is None:
+    if not isolation.user_dropped:
         return
     for d in [folder, *folder.resolve().parents]:
         if not d.stat().st_mode & 0o001:
@@ -96,20 +117,39 @@ class Engine:
         except OSError as err:
             raise BenchInfraError(f"scratch folder {self.scratch} is not usable: {err}; "
                                   "set HPCRL_SCRATCH_DIR") from err
-        self.isolation = probe_isolation(params.sandbox.namespaces, params.sandbox.user)
-        _check_reachable(self.scratch, self.isolation)
         self.stub = ensure_stub_headers(self.cache_dir)
-        self.driver = driver_object(self.cache_dir, self.tc, self.node.fingerprint)
+        self.runner = runner_object(self.cache_dir, self.tc, self.node.fingerprint)
+        self.monitor = monitor_binary(self.cache_dir, self.tc, self.node.fingerprint)
+        self.isolation = probe_isolation(self.monitor, params.sandbox.namespaces, params.sandbox.user)
+        _check_reachable(self.scratch, self.isolation, params.sandbox.user)
+        self.locks = core_locks(settings.lock_dir)
+        self.speed = HostSpeed(self.cache_dir / f"host-speed-{self.node.fingerprint[:16]}.json")
         self._context = json.dumps({
-            "engine": ENGINE_VERSION, "driver": driver_version(), "screen": screen_version(),
+            "engine": ENGINE_VERSION, "harness": harness_version(), "screen": screen_version(),
             "compiler": self.tc.version,
             "cflags": list(params.cflags), "node": self.node.fingerprint,
             "verify": params.verify.model_dump(), "timing": params.timing.model_dump(),
             "sandbox": params.sandbox.model_dump(),
         }, sort_keys=True)
+        if self.speed.reference is None:
+            self._calibrate_speed()
+
+    def _calibrate_speed(self, runs: int = 3) -> None:
+        """A first host-speed reference for this node: a few short runs of a shipped kernel (the reference is the
+        lowest 5th percentile of the probes timed in runs, so later, faster runs lower it)."""
+        code = (Path(__file__).resolve().parent / "kernels" / "ikj.c").read_text()
+        timing = self.params.timing.model_copy(update={"min_time_s": 0.05, "max_time_s": 0.5, "disturbed_retries": 0})
+        saved = self.params
+        self.params = saved.model_copy(update={"timing": timing})
+        try:
+            core = (sorted(os.sched_getaffinity(0))[0],)
+            for _ in range(runs):
+                self.run(code, core, n=128)
+        finally:
+            self.params = saved
 
     def key(self, code: str, n: int, cores_per_slot: int) -> str:
-        """Cache key of (normalised code, n, slot size, flags, compiler, driver, node, engine params)."""
+        """Cache key of (normalised code, n, slot size, flags, compiler, harness, node, engine params)."""
         h = hashlib.sha256()
         for part in (normalise_code(code), str(n), str(cores_per_slot), self._context):
             h.update(part.encode("utf-8", "surrogatepass"))
@@ -117,24 +157,26 @@ class Engine:
         return h.hexdigest()
 
     def run(self, completion: str | bytes, cores: Sequence[int], n: int | None = None) -> BenchResult:
-        """Benchmark one completion on the given cores (the caller guarantees they are exclusively ours).
+        """Benchmark one completion on the given cores, held machine-wide for the whole job.
 
         Raises:
             BenchInfraError: the machinery failed; never for a fault of the kernel.
         """
         n = n or self.params.n
         cores = tuple(cores)
-        base = {"n": n, "cores": cores, "isolation": self.isolation.names + ("rlimits", "pgroup", "affinity")}
+        base = {"n": n, "cores": cores, "isolation": self.isolation.names}
         ex = extract_code(completion, self.params.max_code_bytes)
         if ex.code is None:
             return failure(Status.FORMAT_VIOLATION, ex.error or "no code", **base)
         base["key"] = self.key(ex.code, n, len(cores))
-        work = Path(tempfile.mkdtemp(prefix="job-", dir=self.scratch))
-        try:
-            os.chmod(work, 0o755)
-            return self._run_in(work, ex.code, n, cores, base)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
+        with self.locks.hold(cores) as waited:
+            work = Path(tempfile.mkdtemp(prefix="job-", dir=self.scratch))
+            try:
+                os.chmod(work, 0o755)
+                result = self._run_in(work, ex.code, n, cores, base)
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+        return dataclasses.replace(result, extra={**result.extra, "slot_wait_s": round(waited, 4)})
 
     def _run_in(self, work: Path, code: str, n: int, cores: tuple[int, ...], base: dict) -> BenchResult:
         p = self.params
@@ -151,7 +193,7 @@ class Engine:
         reason = screen_object(obj, cores)
         if reason:
             return failure(Status.FORMAT_VIOLATION, reason, compile_s=seconds, **base)
-        linked = link(obj, self.driver, exe, self.tc, p.compile_timeout_s, cores)
+        linked = link(obj, self.runner, exe, self.tc, p.compile_timeout_s, cores)
         seconds += linked.seconds
         if linked.kind != "ok":
             return failure(Status(linked.kind), linked.detail, compile_s=seconds, **base)
@@ -165,64 +207,105 @@ class Engine:
         best: BenchResult | None = None
         run_s = 0.0
         runs = 0
+        args = {"n": str(n), "sizes": sizes, "warmup": str(t.warmup_calls), "min_reps": str(t.min_reps),
+                "max_reps": str(t.max_reps), "min_time": repr(t.min_time_s), "max_time": repr(t.max_time_s),
+                "tol": repr(v.tolerance), "fv": str(v.freivalds_vectors), "min_clean": str(t.min_reps)}
         while runs <= t.disturbed_retries:
             runs += 1
-            seed = str(int.from_bytes(os.urandom(6), "little"))  # fresh inputs every run: nothing to tune to
-            args = [str(n), sizes, str(t.warmup_calls), str(t.min_reps), str(t.max_reps), repr(t.min_time_s),
-                    repr(t.max_time_s), repr(v.tolerance), str(v.freivalds_vectors), seed]
-            out = run_sandboxed(exe, args, cores=cores, params=p.sandbox, timeout=p.run_timeout_s, workdir=work)
+            limit = self.speed.limit(t.probe_tolerance)
+            args["probe_limit"] = repr(limit or 0.0)
+            out = run_monitored(self.monitor, exe, args, cores=cores, params=p.sandbox, timeout=p.run_timeout_s,
+                                workdir=work)
             run_s += out.wall_s
             result = self._classify(out, n, cores, {**base, "run_s": run_s})
             if not result.ok:
                 return result
-            if best is None or (result.foreign_load or 0.0) < (best.foreign_load or 0.0):
+            if best is None or _badness(result, t.max_foreign_load) < _badness(best, t.max_foreign_load):
                 best = result
-            if (result.foreign_load or 0.0) <= t.max_foreign_load:
+            if not result.disturbed:
                 break
         assert best is not None
         return dataclasses.replace(best, run_s=run_s, retries=runs - 1)
 
     def _classify(self, out: RunOutcome, n: int, cores: tuple[int, ...], base: dict) -> BenchResult:
-        load = {"foreign_load": out.foreign_load}
+        extra = {"foreign_load": out.foreign_load}
+        tail = out.output.strip()[:500]
         if out.kind == "timeout":
             return failure(Status.TIMEOUT, f"still running after {self.params.run_timeout_s:g} s (killed)",
-                           **base, **load)
-        if out.kind == "signaled":
-            if out.code == signal.SIGXCPU:
-                return failure(Status.TIMEOUT, f"CPU time limit of {self.params.sandbox.cpu_s} s exceeded",
-                               **base, **load)
-            name = signal.Signals(out.code).name if out.code in signal.valid_signals() else str(out.code)
-            return failure(Status.RUNTIME_ERROR, f"killed by {name}: {out.output[:500]}".rstrip(": "), **base, **load)
-        tail = out.output.strip()[:500]
-        if out.code != 0:
-            if tail.startswith(("unshare:", "prlimit:", "taskset:", "driver:")) and not out.payload:
-                raise BenchInfraError(f"the sandbox failed to start the benchmark: {tail}")
-            return failure(Status.RUNTIME_ERROR, f"exited with code {out.code}: {tail}".rstrip(": "), **base, **load)
+                           **base, **extra)
         try:
             report = json.loads(out.payload.decode("utf-8"))
-            status = report["status"]
-        except (ValueError, KeyError, TypeError):
-            return failure(Status.RUNTIME_ERROR, "the process ended without reporting a result (exit() in the "
-                           f"kernel, or a damaged report) {tail}".strip(), **base, **load)
-        if status == "wrong":
-            return failure(Status.WRONG_RESULT, str(report.get("detail", "")), **base, **load)
+            status = str(report["status"])
+        except (ValueError, KeyError, TypeError) as err:
+            raise BenchInfraError(f"the benchmark monitor ended ({out.kind} {out.code}) without a report: "
+                                  f"{tail}") from err
+        if isinstance(report.get("isolation"), list):
+            base = {**base, "isolation": tuple(str(x) for x in report["isolation"])}
+        if status == "ok":
+            return self._stats(report, out, n, cores, base, extra)
         if status == "driver_error":
-            raise BenchInfraError(f"benchmark driver: {report.get('detail')}")
-        return self._stats(report, out, n, cores, base, load)
+            raise BenchInfraError(f"benchmark monitor: {report.get('detail')} {tail}".strip())
+        status_, detail = self._kernel_failure(report, tail)
+        return failure(status_, detail, **base, **extra)
+
+    def _kernel_failure(self, report: dict, tail: str) -> tuple[Status, str]:
+        """The status and reason of a failure the monitor reported (the kernel's fault, never the machinery's)."""
+        status, detail = report["status"], str(report.get("detail", ""))
+        if status == "wrong":
+            return Status.WRONG_RESULT, detail
+        if status == "timeout":
+            return Status.TIMEOUT, f"{detail} (killed)"
+        if status == "refused":
+            name = syscall_name(int(report.get("syscall", -1)))
+            return Status.FORMAT_VIOLATION, (f"the kernel made the system call '{name}', which the sandbox refuses "
+                                             "(a kernel may only compute: memory, OpenMP threads)")
+        if status == "violation":
+            return Status.FORMAT_VIOLATION, f"tampering with the benchmark handshake: {detail}"
+        if status == "crashed":
+            sig = int(report.get("signal", 0))
+            if sig == signal.SIGXCPU:
+                return Status.TIMEOUT, f"CPU time limit of {self.params.sandbox.cpu_s} s exceeded"
+            if sig == signal.SIGSYS:
+                return Status.FORMAT_VIOLATION, "the kernel made a system call the sandbox refuses (killed by SIGSYS)"
+            name = signal.Signals(sig).name if sig in signal.valid_signals() else str(sig)
+            return Status.RUNTIME_ERROR, f"killed by {name}: {tail}".rstrip(": ")
+        if status == "exited":
+            code = int(report.get("code", -1))
+            if code == _EXIT_REFUSED:
+                return Status.FORMAT_VIOLATION, "the kernel made a system call the sandbox refuses"
+            return Status.RUNTIME_ERROR, (f"the kernel's process exited with code {code} during a call (exit() in "
+                                          f"the kernel?) {tail}").strip()
+        raise BenchInfraError(f"the benchmark monitor reported an unknown status {status!r}: {detail}")
 
     def _stats(self, report: dict, out: RunOutcome, n: int, cores: tuple[int, ...], base: dict,
-               load: dict) -> BenchResult:
-        times = [float(x) for x in report.get("times", [])]
-        if len(times) < 3 or min(times) <= 0:
-            return failure(Status.RUNTIME_ERROR, f"implausible timing report: {times[:5]}", **base, **load)
-        median = statistics.median(times)
-        gflops = 2.0 * n**3 / median / 1e9
+               extra: dict) -> BenchResult:
+        raw = [float(x) for x in report.get("times", [])]
+        if len(raw) < 3 or min(raw) <= 0:
+            raise BenchInfraError(f"the benchmark monitor reported an implausible timing: {raw[:5]}")
+        # The handshake's cost was measured before any kernel code ran, so the kernel cannot inflate it; never
+        # more than half a call is taken off.
+        hs = float(report.get("handshake_s") or 0.0)
+        times = [max(t - hs, 0.5 * t) for t in raw]
+        timing = self.params.timing
+        speed = self.speed.judge([float(x) for x in report.get("probes", [])],
+                                 [float(x) for x in report.get("probes0", [])], timing.probe_tolerance)
+        clean = [t for t, ok in zip(times, speed.clean, strict=True) if ok]
+        # the quantile of the calls made with the host at full speed, when there are enough of them
+        host_busy = len(clean) < min(timing.min_reps, len(times))
+        fast, median = quantile(times if host_busy else clean, timing.quantile), statistics.median(times)
+        gflops = 2.0 * n**3 / fast / 1e9
         peak = self.node.peak_gflops(len(cores))
-        if sum(times) > out.wall_s * len(cores) + 0.01 or (peak and gflops > _PLAUSIBLE_PEAK_FACTOR * peak):
-            return failure(Status.WRONG_RESULT, f"impossible timing: {gflops:.1f} GFLOPS in {out.wall_s:.2f} s of "
-                           f"wall time (estimated peak {peak or 0:.0f}); the measurement was tampered with",
-                           **base, **load)
+        if sum(raw) > out.wall_s * len(cores) + 0.01 or (peak and gflops > _PLAUSIBLE_PEAK_FACTOR * peak):
+            raise BenchInfraError(f"impossible timing from the monitor: {gflops:.1f} GFLOPS in {out.wall_s:.2f} s "
+                                  f"of wall time (estimated peak {peak or 0:.0f})")
         cv = statistics.pstdev(times) / statistics.fmean(times)
+        # /proc/stat counts in 10 ms ticks: over a shorter run one foreign tick reads as a large share
+        loaded = out.wall_s >= _MIN_LOAD_WALL_S and (out.foreign_load or 0.0) > timing.max_foreign_load
+        disturbed = host_busy or loaded
         return BenchResult(status=Status.OK, gflops=gflops, cv=cv, median_s=median, reps=len(times),
-                           extra={"max_err": report.get("max_err"), "checked_sizes": report.get("sizes")},
-                           **base, **load)
+                           disturbed=disturbed,
+                           extra={"max_err": report.get("max_err"), "checked_sizes": report.get("sizes"),
+                                  "gflops_median": 2.0 * n**3 / median / 1e9, "quantile": timing.quantile,
+                                  "handshake_s": hs, "kernel_cpu_s": report.get("cpu_s"),
+                                  "host_slowdown": round(speed.slowdown, 3), "clean_calls": len(clean)},
+                           **base, **extra)

@@ -1,8 +1,10 @@
 """LocalExecutor: benchmarks batches of kernels on this machine, each timed run on an exclusive core slot.
 
-The machine's cores are split into slots of ``cores_per_slot``. One worker per slot takes a job, compiles it
-pinned to its own slot's cores, then times it there. So compiles run in parallel across slots, no two timed runs
-share a core, and a compile never runs on a core that is being timed. OpenMP in the run is set to the slot.
+The machine's cores are split into slots of ``cores_per_slot``. One worker per slot takes a job, holds the first
+slot that is free machine-wide (``slots.py``: other engine processes on the host queue for the same cores),
+compiles it pinned to that slot's cores, then times it there. So compiles run in parallel across slots, no two
+timed runs share a core, even across processes, and a compile never runs on a core that is being timed. OpenMP in
+the run is set to the slot.
 
 Interface (a later backend puts remote CPU agents behind the same one):
     fut = ex.submit(completion)          # concurrent.futures.Future[BenchResult]
@@ -62,8 +64,8 @@ class LocalExecutor:
         self._inflight: dict[str, Future[BenchResult]] = {}
         self._lock = threading.Lock()
         self.completed = 0
-        self._workers = [threading.Thread(target=self._work, args=(slot,), daemon=True,
-                                          name=f"bench-slot-{'-'.join(map(str, slot))}") for slot in self.slots]
+        self._workers = [threading.Thread(target=self._work, daemon=True, name=f"bench-worker-{i}")
+                         for i in range(len(self.slots))]
         for w in self._workers:
             w.start()
 
@@ -109,16 +111,18 @@ class LocalExecutor:
                 progress(done, total)
         return [f.result() for f in futures]
 
-    def _work(self, slot: tuple[int, ...]) -> None:
+    def _work(self) -> None:
         while True:
             item = self._queue.get()
             if item is _STOP:
                 return
             fn, key, fut = item
             try:
-                result = fn(slot)
+                # the first slot free machine-wide: other engine processes on this host queue for the same cores
+                with self.engine.locks.hold_any(self.slots) as (slot, _):
+                    result = fn(slot)
                 if key is not None and self.cache is not None and self.engine.params.cache \
-                        and result.status is not Status.TIMEOUT:
+                        and result.status is not Status.TIMEOUT and not result.disturbed:
                     self.cache.put(result)
                 fut.set_result(result)
             except BaseException as err:  # infrastructure faults travel to the caller, never become rewards

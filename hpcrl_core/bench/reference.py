@@ -22,6 +22,8 @@ from typing import Any
 
 from hpcrl_core.bench.executor import LocalExecutor
 from hpcrl_core.bench.procs import run_tool
+from hpcrl_core.bench.slots import core_locks
+from hpcrl_core.config import Settings
 from hpcrl_core.errors import BenchInfraError
 
 KERNELS_DIR = Path(str(resources.files("hpcrl_core.bench") / "kernels"))
@@ -42,15 +44,21 @@ class NumpyMeasure:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-def measure_numpy(n: int, cores: Sequence[int], timeout: float = 300.0) -> NumpyMeasure:
+def measure_numpy(n: int, cores: Sequence[int], *, quantile: float, timeout: float = 300.0,
+                  lock_dir: Path | None = None) -> NumpyMeasure:
     """Time numpy's DGEMM with as many BLAS threads as ``cores``, pinned to them, in a fresh process.
+
+    The figure comes from the same ``quantile`` of the call times as a kernel's (``bench.timing.quantile``), and
+    the cores are held machine-wide meanwhile (a no-op for the executor's worker, which holds them already).
 
     Raises:
         BenchInfraError: numpy is missing, or its BLAS failed or computed wrong results.
     """
     env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
-    res = run_tool([sys.executable, "-m", "hpcrl_core.bench.numpy_ref", "--n", str(n), "--threads", str(len(cores))],
-                   timeout=timeout, cores=cores, env=env)
+    argv = [sys.executable, "-m", "hpcrl_core.bench.numpy_ref", "--n", str(n), "--threads", str(len(cores)),
+            "--quantile", repr(quantile)]
+    with core_locks(lock_dir or Settings().lock_dir).hold(cores):
+        res = run_tool(argv, timeout=timeout, cores=cores, env=env)
     lines = [ln for ln in res.stdout.splitlines() if ln.startswith("{")]
     if res.timed_out or not lines:
         raise BenchInfraError(f"numpy reference failed: {(res.stderr or res.stdout).strip()[-400:]}")
@@ -82,7 +90,9 @@ class ReferenceTracker:
 
     def _measure(self, n: int) -> float:
         if self.kind == "numpy":
-            return self.executor.submit_on_slot(lambda slot: measure_numpy(n, slot)).result().gflops
+            engine = self.executor.engine
+            return self.executor.submit_on_slot(lambda slot: measure_numpy(
+                n, slot, quantile=engine.params.timing.quantile, lock_dir=engine.locks.folder)).result().gflops
         name = BEST_KERNEL if self.kind == "best_kernel" else "naive"
         # bypass the cache: the point is a fresh figure on today's node
         code = ladder_kernels()[name]

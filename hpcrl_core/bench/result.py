@@ -32,9 +32,9 @@ class BenchResult:
         status: the failure class, or ``ok``.
         detail: human-readable reason (which check failed, compiler message, signal, ...).
         n: matrix size of the timed runs.
-        gflops: 2n^3 / median call time; ``None`` unless ``ok``.
+        gflops: 2n^3 / (the ``bench.timing.quantile`` of the call times); ``None`` unless ``ok``.
         cv: coefficient of variation of the timed calls; ``None`` unless ``ok``.
-        median_s: median seconds per call; ``None`` unless ``ok``.
+        median_s: median seconds per call (``extra["gflops_median"]`` is its figure); ``None`` unless ``ok``.
         reps: number of timed calls.
         techniques: optimisation techniques the static screen detected, sorted.
         isolation: the isolation that was in force for the run (``netns``, ``pidns``, ``uid:nobody``, ...).
@@ -42,9 +42,11 @@ class BenchResult:
         run_s: wall seconds of the sandboxed run(s).
         foreign_load: share of the slot's CPU used by other processes during the kept run.
         retries: timed runs repeated because foreign load disturbed them.
+        disturbed: foreign load stayed above ``bench.timing.max_foreign_load`` after every retry: the figure is
+            not trustworthy (never cached; rewards and reports count it).
         cores: CPU cores of the slot the run owned.
         cached: whether this came from the result cache.
-        key: the cache key of (normalised code, n, flags, compiler, driver, node, engine params).
+        key: the cache key of (normalised code, n, flags, compiler, harness, node, engine params).
     """
 
     status: Status
@@ -60,6 +62,7 @@ class BenchResult:
     run_s: float = 0.0
     foreign_load: float | None = None
     retries: int = 0
+    disturbed: bool = False
     cores: tuple[int, ...] = ()
     cached: bool = False
     key: str = ""

@@ -1,25 +1,29 @@
-"""Step 4: run a linked benchmark binary in a sandbox.
+"""Step 4: run a linked kernel under the project's monitor, outside the kernel's address space.
 
-The binary runs in its own session and process group, pinned to its slot's cores, under rlimits (CPU time,
-address space, file size, open files, processes, no core dumps), in a scratch folder, with a minimal environment,
-and where the host allows in fresh network and PID namespaces as an unprivileged user (``unshare``). The chosen
-isolation is probed once per process and reported with every result. The result travels on a pipe at fd 3, never
-on stdout; stdout and stderr go to a size-limited file. On timeout the whole process group (and the PID namespace
-with it) is killed, so no process survives its job.
+The engine starts the monitor (``csrc/monitor.c``, compiled once per node) in its own session and process group;
+the monitor forks the kernel's process (``csrc/runner.c`` linked with the kernel), isolates it before exec (PID,
+mount, network and IPC namespaces where the host allows; a read-only file system with an empty private tmpfs as
+its working directory; an unprivileged user; rlimits; the slot's cores; no_new_privs), and the runner installs a
+seccomp filter. The monitor owns the inputs, the clock, the checks and the report, which travels on a pipe at
+fd 3 that the kernel's process never holds; stdout and stderr of both go to a size-limited log. On timeout the
+whole process group is killed; the kernel's process also dies with its monitor (PDEATHSIG), so no process
+survives its job. ``probe_isolation`` says once per process which mechanisms the host allows.
 
-Test: ``pytest tests/bench/test_sandbox.py``.
+Test: ``pytest tests/bench/test_sandbox.py tests/bench/test_tamper.py``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import pwd
 import resource
 import select
-import shutil
 import signal
+import subprocess
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,25 +37,47 @@ from hpcrl_core.errors import BenchInfraError
 CHANNEL_FD = 3
 _PAYLOAD_LIMIT = 1 << 20
 _RESET_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGXCPU, signal.SIGINT, signal.SIGTERM)
+_GRACE_S = 10.0  # the monitor enforces the run's limit itself; this is the engine's safety net beyond it
+
+# What a fully isolated run has, and what each missing mechanism means for a user reading a result.
+MECHANISMS: dict[str, str] = {
+    "seccomp": "the kernel's process could make any system call (exec, open, socket, ...)",
+    "pidns": "the kernel's process could see and signal other processes of its user",
+    "netns": "the kernel's process could reach the network",
+    "readonly-fs": "the kernel's process could write wherever its user may (e.g. /tmp)",
+    "private-tmpfs": "the kernel's process has no private scratch (its working folder is read-only)",
+    "unprivileged-user": "the kernel's process runs as the engine's own user",
+    "no-new-privs": "the kernel's process could gain privileges through setuid programs",
+}
 
 
 @dataclass(frozen=True)
 class Isolation:
-    prefix: tuple[str, ...]  # command prefix that enters the namespaces / drops privileges
-    names: tuple[str, ...]  # what is in force, e.g. ("netns", "pidns", "uid:nobody")
+    """The isolation mechanisms this host allows for the kernel's process (``monitor probe``)."""
+
+    names: tuple[str, ...]
+
+    @property
+    def missing(self) -> dict[str, str]:
+        """Expected mechanisms the host refused, each with what its absence means."""
+        return {k: v for k, v in MECHANISMS.items() if k not in self.names}
+
+    @property
+    def user_dropped(self) -> bool:
+        return "unprivileged-user" in self.names
 
 
 @dataclass(frozen=True)
 class RunOutcome:
-    """How the sandboxed process ended.
+    """How the monitor ended.
 
     Attributes:
-        kind: ``exited``, ``signaled`` or ``timeout``.
+        kind: ``exited``, ``signaled`` or ``timeout`` (of the monitor itself; the kernel's fate is in payload).
         code: exit code (exited) or signal number (signaled).
-        payload: bytes the driver wrote on the result channel.
-        output: the head of stdout+stderr.
+        payload: the monitor's report on the result channel.
+        output: the head of the log (the kernel's process's stdout and stderr, the monitor's messages).
         wall_s: wall seconds from spawn to reap.
-        cpu_s: CPU seconds of the process tree.
+        cpu_s: CPU seconds of the monitor and the kernel's process.
         foreign_load: share of the slot used by others meanwhile (None if unmeasurable).
     """
 
@@ -64,62 +90,50 @@ class RunOutcome:
     foreign_load: float | None
 
 
-def _works(argv: list[str]) -> bool:
+def sandbox_ids(user: str) -> tuple[int, int] | None:
+    """(uid, gid) to drop the kernel's process to: only when running as root and the user exists."""
+    if os.geteuid() != 0 or not user:
+        return None
     try:
-        pid = os.posix_spawn(argv[0], argv, {"PATH": "/usr/bin:/bin"},
-                             file_actions=[(os.POSIX_SPAWN_OPEN, fd, "/dev/null", os.O_RDWR, 0) for fd in (0, 1, 2)])
-        _, status = os.waitpid(pid, 0)
-        return os.waitstatus_to_exitcode(status) == 0
-    except OSError:
-        return False
+        pw = pwd.getpwnam(user)
+    except KeyError:
+        return None
+    return pw.pw_uid, pw.pw_gid
+
+
+def _id_args(user: str) -> list[str]:
+    ids = sandbox_ids(user)
+    return [f"uid={ids[0]}", f"gid={ids[1]}"] if ids else []
 
 
 @lru_cache(maxsize=8)
-def probe_isolation(namespaces: bool, user: str) -> Isolation:
-    """Pick the strongest isolation this host allows (probed by running ``true`` under it)."""
-    true = shutil.which("true") or "/bin/true"
-    unshare = shutil.which("unshare")
-    candidates: list[tuple[list[str], tuple[str, ...]]] = []
-    uid_args: list[str] = []
-    uid_name: tuple[str, ...] = ()
-    if os.geteuid() == 0 and user:
+def probe_isolation(monitor: Path, namespaces: bool, user: str) -> Isolation:
+    """Ask the monitor which isolation this host allows (its child's setup, without the exec).
+
+    Raises:
+        BenchInfraError: the monitor does not run.
+    """
+    with tempfile.TemporaryDirectory(prefix="hpcrl-probe-") as d:
+        os.chmod(d, 0o755)
+        (Path(d) / "tmp").mkdir(mode=0o755)
+        argv = [str(monitor), "probe", f"ns={int(namespaces)}", f"work={d}", *_id_args(user)]
         try:
-            pw = pwd.getpwnam(user)
-            uid_args, uid_name = ["--setuid", str(pw.pw_uid), "--setgid", str(pw.pw_gid)], (f"uid:{user}",)
-        except KeyError:
-            pass
-    if namespaces and unshare:
-        base = [unshare, "--net", "--pid", "--fork", "--kill-child"]
-        if os.geteuid() == 0:
-            if uid_args:
-                candidates.append(([*base, *uid_args, "--"], ("netns", "pidns", *uid_name)))
-            candidates.append(([*base, "--"], ("netns", "pidns")))
-        else:
-            candidates.append(([unshare, "--user", "--map-root-user", *base[1:], "--"], ("userns", "netns", "pidns")))
-    setpriv = shutil.which("setpriv")
-    if uid_args and setpriv:
-        candidates.append(([setpriv, "--reuid", uid_args[1], "--regid", uid_args[3], "--clear-groups", "--"],
-                           uid_name))
-    for prefix, names in candidates:
-        if _works([*prefix, true]):
-            return Isolation(tuple(prefix), names)
-    return Isolation((), ())
-
-
-def _limits_prefix(p: SandboxParams) -> list[str]:
-    prlimit = shutil.which("prlimit")
-    if not prlimit:
-        raise BenchInfraError("prlimit not found; install util-linux (make setup)")
-    mb = 1024 * 1024
-    return [prlimit, f"--as={p.memory_mb * mb}", f"--cpu={p.cpu_s}", f"--fsize={p.file_mb * mb}",
-            f"--nofile={p.open_files}", f"--nproc={p.processes}", "--core=0", f"--stack={64 * mb}", "--"]
+            res = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+            report = json.loads(res.stdout)
+        except (OSError, ValueError, subprocess.TimeoutExpired) as err:
+            raise BenchInfraError(f"the benchmark monitor {monitor} does not run: {err}") from err
+    names = [n for n in report.get("isolation", []) if isinstance(n, str)]
+    return Isolation(tuple(["affinity", *names]))
 
 
 def omp_env(cores: Sequence[int]) -> dict[str, str]:
-    """OpenMP settings matching a slot: as many threads as cores, a hard thread limit, bound to the slot."""
+    """OpenMP settings matching a slot: as many threads as cores and a hard thread limit.
+
+    Threads are not bound to places: binding would need ``sched_setaffinity``, which the kernel's process may
+    not call (it could widen its CPU set); the process as a whole is confined to the slot's cores.
+    """
     k = str(len(cores))
-    return {"OMP_NUM_THREADS": k, "OMP_THREAD_LIMIT": k, "OMP_DYNAMIC": "false", "OMP_PROC_BIND": "close",
-            "OMP_PLACES": ",".join(f"{{{c}}}" for c in cores), "OPENBLAS_NUM_THREADS": "1"}
+    return {"OMP_NUM_THREADS": k, "OMP_THREAD_LIMIT": k, "OMP_DYNAMIC": "false", "OPENBLAS_NUM_THREADS": "1"}
 
 
 def _channel_end(w: int) -> int:
@@ -131,18 +145,23 @@ def _channel_end(w: int) -> int:
     return moved
 
 
-def run_sandboxed(exe: Path, args: Sequence[str], *, cores: Sequence[int], params: SandboxParams,
-                  timeout: float, workdir: Path) -> RunOutcome:
-    """Run ``exe FD args...`` sandboxed; see the module docstring.
+def run_monitored(monitor: Path, exe: Path, args: dict[str, str], *, cores: Sequence[int],
+                  params: SandboxParams, timeout: float, workdir: Path) -> RunOutcome:
+    """Run ``monitor`` on the linked kernel ``exe`` (in ``workdir``; its scratch is ``workdir/tmp``).
+
+    ``args`` are the monitor's measurement arguments (n, sizes, timing, tolerance ...); the sandbox adds the
+    isolation and limits from ``params`` and the run's ``timeout``.
 
     Raises:
-        BenchInfraError: the process could not be spawned.
+        BenchInfraError: the monitor could not be spawned.
     """
-    iso = probe_isolation(params.namespaces, params.user)
-    taskset = shutil.which("taskset")
-    pin = [taskset, "-c", ",".join(map(str, cores))] if taskset else []
-    argv = [*pin, *iso.prefix, *_limits_prefix(params), str(exe), str(CHANNEL_FD), *args]
-    env = {"PATH": "/usr/bin:/bin", "LANG": "C", "HOME": str(workdir), **omp_env(cores)}
+    (workdir / "tmp").mkdir(mode=0o755, exist_ok=True)
+    argv = [str(monitor), str(CHANNEL_FD), f"runner={exe}", f"work={workdir}",
+            f"cores={','.join(map(str, cores))}", f"ns={int(params.namespaces)}", f"timeout={timeout!r}",
+            f"mem_mb={params.memory_mb}", f"cpu_s={params.cpu_s}", f"file_mb={params.file_mb}",
+            f"nofile={params.open_files}", f"nproc={params.processes}", *_id_args(params.user),
+            *(f"{k}={v}" for k, v in args.items())]
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C", **omp_env(cores)}
     r, w = os.pipe()
     w = _channel_end(w)
     log = workdir / "output.log"
@@ -156,24 +175,11 @@ def run_sandboxed(exe: Path, args: Sequence[str], *, cores: Sequence[int], param
     except OSError as err:
         os.close(r)
         os.close(w)
-        raise BenchInfraError(f"cannot start the sandbox ({argv[0]}): {err}") from err
+        raise BenchInfraError(f"cannot start the benchmark monitor ({argv[0]}): {err}") from err
     os.close(w)
-    deadline = t0 + timeout
-    payload, timed_out = bytearray(), False
+    payload, timed_out = _read_channel(r, t0 + timeout + _GRACE_S)
     try:
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                timed_out = True
-                break
-            ready, _, _ = select.select([r], [], [], min(left, 1.0))
-            if ready:
-                chunk = os.read(r, 65536)
-                if not chunk:
-                    break
-                if len(payload) < _PAYLOAD_LIMIT:
-                    payload += chunk
-        reaped = _reap(pid, deadline if not timed_out else time.monotonic())
+        reaped = _reap(pid, time.monotonic() + (0.0 if timed_out else _GRACE_S))
         timed_out = timed_out or reaped is None
         status, usage = reaped if reaped is not None else _kill_and_reap(pid)
     finally:
@@ -182,12 +188,36 @@ def run_sandboxed(exe: Path, args: Sequence[str], *, cores: Sequence[int], param
     wall = time.monotonic() - t0
     cpu = usage.ru_utime + usage.ru_stime
     load = foreign_load(before, busy_ticks(cores), cpu, wall)
-    output = log.read_bytes()[:4096].decode("utf-8", "replace") if log.exists() else ""
+    output = _log_head(log)
     if timed_out:
-        return RunOutcome("timeout", 0, bytes(payload), output, wall, cpu, load)
+        return RunOutcome("timeout", 0, payload, output, wall, cpu, load)
     if os.WIFSIGNALED(status):
-        return RunOutcome("signaled", os.WTERMSIG(status), bytes(payload), output, wall, cpu, load)
-    return RunOutcome("exited", os.WEXITSTATUS(status), bytes(payload), output, wall, cpu, load)
+        return RunOutcome("signaled", os.WTERMSIG(status), payload, output, wall, cpu, load)
+    return RunOutcome("exited", os.WEXITSTATUS(status), payload, output, wall, cpu, load)
+
+
+def _read_channel(r: int, deadline: float) -> tuple[bytes, bool]:
+    """Read the result channel until EOF or the deadline; (payload head, timed out)."""
+    payload = bytearray()
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return bytes(payload), True
+        ready, _, _ = select.select([r], [], [], min(left, 1.0))
+        if ready:
+            chunk = os.read(r, 65536)
+            if not chunk:
+                return bytes(payload), False
+            if len(payload) < _PAYLOAD_LIMIT:
+                payload += chunk
+
+
+def _log_head(log: Path) -> str:
+    try:
+        with log.open("rb") as f:
+            return f.read(4096).decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def _killpg(pid: int) -> None:

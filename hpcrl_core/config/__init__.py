@@ -72,6 +72,8 @@ class Settings(BaseSettings):
 
     cache_dir: Path = Path(".hpcrl/cache")
     scratch_dir: Path = Path(tempfile.gettempdir()) / "hpcrl-scratch"
+    # one folder for every engine process on the host: timed runs queue machine-wide for the same cores
+    lock_dir: Path = Path(tempfile.gettempdir()) / "hpcrl-cores"
 
 
 def _allowed_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:

@@ -24,6 +24,8 @@ class TimingParams(Section):
     max_reps: int = Field(200, ge=3, le=100_000)
     min_time_s: float = Field(0.3, gt=0, le=600)
     max_time_s: float = Field(5.0, gt=0, le=3600)
+    quantile: float = Field(0.1, ge=0, le=0.5)  # GFLOPS from this quantile of the call times (docs/bench.md)
+    probe_tolerance: float = Field(0.05, gt=0, le=1)  # a call counts as made at full host speed within this
     max_foreign_load: float = Field(0.10, ge=0, le=1)
     disturbed_retries: int = Field(2, ge=0, le=10)
 

@@ -111,7 +111,9 @@ def _bench_all(samples: Mapping[str, list[list[str]]], params: Params, settings:
     cache = ResultCache(Path(settings.cache_dir) / "bench.sqlite") if bench.cache else None
     out: dict[str, list[list[BenchResult]]] = {}
     with LocalExecutor(Engine(bench, settings), cache, cores_per_slot=1) as ex:
-        numpy_gflops = ex.submit_on_slot(lambda slot: measure_numpy(ep.bench_n, slot)).result().gflops
+        quantile, lock_dir = ex.engine.params.timing.quantile, ex.engine.locks.folder
+        numpy_gflops = ex.submit_on_slot(lambda slot: measure_numpy(
+            ep.bench_n, slot, quantile=quantile, lock_dir=lock_dir)).result().gflops
         peak = ex.engine.node.peak_gflops(1)
         for name, groups in samples.items():
             tick = (lambda d, t, name=name: progress(f"{name}: benchmarked {d}/{t} kernels")) if progress else None

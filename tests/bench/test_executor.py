@@ -17,6 +17,7 @@ from hpcrl_core.bench.cache import ResultCache
 from hpcrl_core.bench.engine import Engine
 from hpcrl_core.bench.executor import LocalExecutor, make_slots
 from hpcrl_core.bench.result import Status
+from hpcrl_core.bench.slots import CoreLocks
 from hpcrl_core.errors import BenchInfraError, ConfigError
 from tests.bench.test_adversarial import GOOD, SIG
 
@@ -41,7 +42,7 @@ def test_batch_results_in_order(engine: Engine) -> None:
     assert [r.status for r in results] == [Status.OK, Status.WRONG_RESULT, Status.FORMAT_VIOLATION, Status.OK]
 
 
-def test_slots_are_exclusive() -> None:
+def test_slots_are_exclusive(tmp_path: Path) -> None:
     # a fake engine is not needed: slot tasks show which cores each job owned and when
     spans: list[tuple[tuple[int, ...], float, float]] = []
     lock = threading.Lock()
@@ -53,9 +54,10 @@ def test_slots_are_exclusive() -> None:
             spans.append((slot, t0, time.monotonic()))
         return 0
 
-    class _E:  # minimal engine stand-in: the executor only reads params here
+    class _E:  # minimal engine stand-in: the executor only reads params and holds slots here
         from hpcrl_core.config import BenchParams
         params = BenchParams()
+        locks = CoreLocks(tmp_path / "locks")
 
     cores = sorted(os.sched_getaffinity(0))
     ex = LocalExecutor(_E(), cores=cores, cores_per_slot=1)  # type: ignore[arg-type]
@@ -78,6 +80,7 @@ def test_cache_hits_and_inflight_dedupe(engine: Engine, tmp_path: Path) -> None:
         first = f1.result()
         again = ex.submit(code).result()
     assert first.ok and not first.cached
+    assert not first.disturbed, (first.foreign_load, first.extra)  # a disturbed figure is never cached
     assert again.cached and again.gflops == first.gflops and again.key == first.key
     assert cache.hits == 1
 

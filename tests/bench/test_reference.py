@@ -18,7 +18,7 @@ pytestmark = pytest.mark.integration
 
 
 def test_numpy_reference_runs_in_its_own_pinned_process(cores: tuple[int, ...]) -> None:
-    m = measure_numpy(128, cores)
+    m = measure_numpy(128, cores, quantile=0.1)
     assert m.gflops > 0.1 and m.reps >= 5 and 0 <= m.cv < 5
     assert m.info["blas"] and m.info["blas"][0]["num_threads"] == 1
 
