@@ -30,7 +30,7 @@ from typing import Any
 
 from hpcrl_core.bench.techniques import ALL_TECHNIQUES, Technique
 from hpcrl_core.config import SQDParams
-from hpcrl_core.data.dgemm_problems import Problem, problem_prompt
+from hpcrl_core.data.dgemm.problems import Problem, problem_prompt
 from hpcrl_core.data.schema import Record, read_jsonl
 from hpcrl_core.data.stable import stable_unit
 from hpcrl_core.errors import ConfigError, DataError

@@ -14,15 +14,15 @@ from hpcrl_core.bench.cache import ResultCache
 from hpcrl_core.bench.engine import Engine
 from hpcrl_core.bench.executor import LocalExecutor
 from hpcrl_core.config import BenchParams, PrepareParams, Settings
-from hpcrl_core.data.dgemm_corpus import benchmark_variants, gflops_distribution, sft_records
-from hpcrl_core.data.dgemm_problems import make_problems, problem_record
-from hpcrl_core.data.dgemm_variants import generate_variants
-from hpcrl_core.data.mlperf import generate_mlperf_items, load_hpcgpt_mlperf
-from hpcrl_core.data.plp import generate_plp_items, load_hpcgpt_plp
+from hpcrl_core.data.dgemm.corpus import benchmark_variants, gflops_distribution, sft_records
+from hpcrl_core.data.dgemm.problems import make_problems, problem_record
+from hpcrl_core.data.dgemm.variants import generate_variants
 from hpcrl_core.data.prepare import FamilyOutput, Progress, finish, sources_of
-from hpcrl_core.data.race_gen import generate_race_items
-from hpcrl_core.data.race_loaders import NOTICE_FILE, dataracebench_notice, load_dataracebench, load_hpcgpt_race
-from hpcrl_core.data.race_tsan import check_with_tsan, tsan_agreement, tsan_available
+from hpcrl_core.data.qa.mlperf import generate_mlperf_items, load_hpcgpt_mlperf
+from hpcrl_core.data.qa.plp import generate_plp_items, load_hpcgpt_plp
+from hpcrl_core.data.race.generator import generate_race_items
+from hpcrl_core.data.race.loaders import NOTICE_FILE, dataracebench_notice, load_dataracebench, load_hpcgpt_race
+from hpcrl_core.data.race.tsan import check_with_tsan, tsan_agreement, tsan_available
 from hpcrl_core.data.schema import Record
 
 

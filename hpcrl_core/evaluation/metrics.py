@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hpcrl_core.data.mlperf import exact_match, tiered_score
+from hpcrl_core.data.qa.mlperf import exact_match, tiered_score
 from hpcrl_core.data.schema import Record
 
 # --- reading a yes/no verdict ----------------------------------------------------------------------------------
@@ -133,7 +133,7 @@ def _ratio(num: float, den: float) -> float:
 def mlperf_scores(predictions: Sequence[str], records: Sequence[Record | Mapping[str, Any]]) -> dict[str, float]:
     """Exact-match rate and mean tiered score (1 / 0.5 / 0.2 / 0.1 / 0) of MLPerf answers.
 
-    Both use ``hpcrl_core.data.mlperf.tiered_score`` (exact match is its 1.0 tier), which documents the rule.
+    Both use ``hpcrl_core.data.qa.mlperf.tiered_score`` (exact match is its 1.0 tier), which documents the rule.
 
     Args:
         predictions: the model's answers, one per record.

@@ -41,7 +41,7 @@ from hpcrl_core.bench.executor import LocalExecutor
 from hpcrl_core.bench.result import BenchResult, Status
 from hpcrl_core.config import Params, Settings, load_params
 from hpcrl_core.data.families import corpus_bench_params
-from hpcrl_core.data.mlperf import exact_match, tiered_score
+from hpcrl_core.data.qa.mlperf import exact_match, tiered_score
 from hpcrl_core.data.schema import Record, read_jsonl
 from hpcrl_core.evaluation.embeddings import plp_similarity
 from hpcrl_core.evaluation.generate import generate

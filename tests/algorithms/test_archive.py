@@ -13,7 +13,7 @@ import pytest
 
 from hpcrl_core.algorithms.archive import COMBINATIONS, QDArchive, combination_label
 from hpcrl_core.bench.techniques import Technique
-from hpcrl_core.data.dgemm_problems import make_problems
+from hpcrl_core.data.dgemm.problems import make_problems
 from hpcrl_core.errors import ConfigError, DataError
 
 T = Technique

@@ -13,7 +13,7 @@ import pytest
 
 from hpcrl_core.algorithms.sqd import SQDCurriculum, read_problems
 from hpcrl_core.config import SQDParams
-from hpcrl_core.data.dgemm_problems import Problem, make_problems, problem_record
+from hpcrl_core.data.dgemm.problems import Problem, make_problems, problem_record
 from hpcrl_core.data.schema import Record, write_jsonl
 from hpcrl_core.errors import ConfigError, DataError
 

@@ -102,7 +102,7 @@ def test_real_and_synthetic_sources_combine(tmp_path: Path) -> None:
 def test_dataracebench_notice_is_written_next_to_the_race_data(tmp_path: Path) -> None:
     from hpcrl_core.data.families import prepare_race
 
-    drb = Path(__file__).parent / "fixtures" / "race" / "dataracebench"
+    drb = Path(__file__).parent / "race" / "fixtures" / "dataracebench"
     p = parse_params({"prepare": {"sources": {"race_c": ["synthetic", f"dataracebench:{drb}"]},
                                   "race": {"per_pattern": 2, "tsan": False}}}).prepare
     out = prepare_race("c", p)

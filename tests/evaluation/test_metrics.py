@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from hpcrl_core.data.mlperf import generate_mlperf_items
-from hpcrl_core.data.race_gen import generate_race_items
+from hpcrl_core.data.qa.mlperf import generate_mlperf_items
+from hpcrl_core.data.race.generator import generate_race_items
 from hpcrl_core.evaluation.metrics import mlperf_scores, parse_race_answer, race_f1, winrate
 
 RACE_CASES = [

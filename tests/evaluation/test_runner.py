@@ -16,7 +16,7 @@ import pytest
 
 from hpcrl_core.bench.result import BenchResult, Status
 from hpcrl_core.config import Params, Settings, parse_params
-from hpcrl_core.data.dgemm_problems import make_problems, problem_record
+from hpcrl_core.data.dgemm.problems import make_problems, problem_record
 from hpcrl_core.data.schema import Record, assistant, messages, write_jsonl
 from hpcrl_core.errors import ConfigError
 from hpcrl_core.evaluation.generate import generate

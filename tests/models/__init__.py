@@ -10,9 +10,9 @@ from functools import cache
 from transformers import PreTrainedTokenizerFast
 
 from hpcrl_core.config import TinyModelParams
-from hpcrl_core.data.dgemm_problems import make_problems, problem_prompt
-from hpcrl_core.data.dgemm_variants import generate_variants
-from hpcrl_core.data.mlperf import generate_mlperf_items
+from hpcrl_core.data.dgemm.problems import make_problems, problem_prompt
+from hpcrl_core.data.dgemm.variants import generate_variants
+from hpcrl_core.data.qa.mlperf import generate_mlperf_items
 from hpcrl_core.data.schema import Record, assistant
 from hpcrl_core.models.tokenizer import record_texts, train_tokenizer
 

@@ -18,7 +18,7 @@ from hpcrl_core.algorithms.archive import QDArchive
 from hpcrl_core.algorithms.sqd import SQDCurriculum
 from hpcrl_core.bench.result import BenchResult, Status
 from hpcrl_core.config import Params, Settings, SQDParams, parse_params
-from hpcrl_core.data.dgemm_problems import make_problems, problem_record
+from hpcrl_core.data.dgemm.problems import make_problems, problem_record
 from hpcrl_core.data.schema import write_jsonl
 from hpcrl_core.errors import ConfigError, DataError
 from hpcrl_core.models.tiny import build_tiny_model

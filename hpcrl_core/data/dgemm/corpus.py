@@ -1,0 +1,243 @@
+"""The DGEMM SFT corpus: benchmark generated variants, keep the verified ones, pair them with train problems.
+
+1. ``benchmark_variants``: every variant goes through the benchmark engine (``LocalExecutor.map``); only ``ok``
+   results are kept, as ``CorpusKernel`` with the techniques the engine *detected* (not the intended ones). A
+   report counts failures by status and lists every kernel whose detected techniques differ from the intended.
+2. ``sft_records``: each kernel is paired with up to ``per_kernel`` train problems whose permitted set contains all
+   its detected techniques (never one that forbids a technique it uses). First every kernel gets one problem (the
+   one with the fewest permitted techniques that allows it), so slow kernels stay in the mix; then every remaining
+   problem draws one of its allowed kernels with weight proportional to GFLOPS, so faster kernels are imitated
+   more often. The draws are keyed by kernel and problem names (``hpcrl_core.data.stable``), so two nodes whose
+   timings differ by a few percent pair almost every kernel with the same prompts. A problem is used at most once,
+   so the train problem count bounds the records: with the default stage mix (stage 0 allows only plain kernels,
+   ~4% of variants), about 2.5 problems per variant let every verified kernel in at ``per_kernel`` = 3
+   (400 variants: ~1000 problems give ~750 records; 400 give ~350 records and leave ~110 mid-speed kernels out,
+   with a warning).
+3. ``gflops_distribution``: numbers for the data card.
+
+Run (about 2 minutes on 2 cores): ``python -m hpcrl_core.data.dgemm.corpus [COUNT] [N]`` benchmarks a batch at
+size N with short timings and prints the report and the distribution.
+Test: ``pytest tests/data/dgemm/test_corpus.py`` (``-m integration`` runs a real engine).
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hpcrl_core.bench.executor import LocalExecutor
+from hpcrl_core.bench.techniques import Technique, parse_techniques
+from hpcrl_core.data.dgemm.problems import EVAL_SIZES, HELD_OUT_PERMITTED, Problem, problem_metadata, problem_prompt
+from hpcrl_core.data.dgemm.variants import Variant
+from hpcrl_core.data.schema import Record, assistant
+from hpcrl_core.data.stable import stable_unit, weighted_key
+from hpcrl_core.errors import DataError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CorpusKernel:
+    """A verified kernel: ``techniques`` as detected by the engine, ``intended`` as the generator meant them."""
+
+    name: str
+    code: str
+    techniques: frozenset[Technique]
+    gflops: float
+    cv: float
+    intended: frozenset[Technique]
+    n: int
+
+
+def _names(techs: frozenset[Technique]) -> list[str]:
+    return sorted(t.value for t in techs)
+
+
+BenchReport = dict[str, Any]
+
+
+def benchmark_variants(variants: Sequence[Variant], executor: LocalExecutor, n: int,
+                       progress: Callable[[int, int], None] | None = None) -> tuple[list[CorpusKernel], BenchReport]:
+    """Benchmark variants at size ``n`` and keep the verified ones.
+
+    Args:
+        variants: kernels to benchmark.
+        executor: the caller's executor (its Engine fixes flags, timing and sandbox).
+        n: matrix size of the timed runs.
+        progress: ``progress(done, total)`` as results arrive.
+
+    Returns:
+        The verified kernels in input order, and a report: ``total``, ``verified``, ``failed`` (status -> count),
+        ``failures`` ([name, status, first line of detail]), ``mismatched`` (verified kernels whose detected
+        techniques differ from the intended), ``mismatches`` ([name, intended, detected]) and ``agreement`` (share
+        of verified kernels without a mismatch; None when none verified), ``compile_s`` and ``run_s`` (seconds summed
+        over the results, as recorded in them). Mismatches are also logged as warnings.
+
+    Raises:
+        BenchInfraError: the benchmark machinery failed (never for a kernel's fault).
+    """
+    results = executor.map([v.code for v in variants], n, progress)
+    kernels: list[CorpusKernel] = []
+    failed: Counter[str] = Counter()
+    failures: list[list[str]] = []
+    mismatches: list[list[Any]] = []
+    compile_s = sum(r.compile_s for r in results)
+    run_s = sum(r.run_s for r in results)
+    for v, r in zip(variants, results, strict=True):
+        if not r.ok or r.gflops is None:
+            failed[r.status.value] += 1
+            failures.append([v.name, r.status.value, (r.detail.splitlines() or [""])[0][:300]])
+            continue
+        detected = parse_techniques(r.techniques)
+        if detected != v.intended:
+            mismatches.append([v.name, _names(v.intended), _names(detected)])
+            log.warning("%s: detected techniques %s differ from the intended %s", v.name, _names(detected),
+                        _names(v.intended))
+        kernels.append(CorpusKernel(v.name, v.code, detected, r.gflops, r.cv or 0.0, v.intended, n))
+    report = {"total": len(variants), "verified": len(kernels), "failed": dict(failed), "failures": failures,
+              "mismatched": len(mismatches), "mismatches": mismatches,
+              "agreement": round(1 - len(mismatches) / len(kernels), 4) if kernels else None,
+              "compile_s": round(compile_s, 1), "run_s": round(run_s, 1)}
+    return kernels, report
+
+
+def _check_train(problems: Sequence[Problem]) -> None:
+    for p in problems:
+        if p.permitted in HELD_OUT_PERMITTED or p.n in EVAL_SIZES:
+            raise DataError(f"problem {p.id} looks like an eval problem (permitted {_names(p.permitted)}, n={p.n}); "
+                            "pair kernels with train problems only (make_problems('train', ...))")
+
+
+def _assign(kernels: Sequence[CorpusKernel], problems: Sequence[Problem], seed: int,
+            per_kernel: int) -> dict[int, int]:
+    """Problem index -> kernel index (see the module docstring for the two phases).
+
+    Every choice is a ``stable_unit`` / ``weighted_key`` of the names involved, never a position in a random stream,
+    so a kernel more or less, or a slightly different GFLOPS figure on another node, changes only the choices that
+    involve that kernel (and those that follow from its quota), not the whole pairing.
+    """
+    eligible = [[pi for pi, p in enumerate(problems) if k.techniques <= p.permitted] for k in kernels]
+    used: Counter[int] = Counter()
+    chosen: dict[int, int] = {}
+    if per_kernel < 1:
+        return chosen
+    for ki in sorted(range(len(kernels)), key=lambda i: kernels[i].name):  # coverage: one problem each
+        free = [pi for pi in eligible[ki] if pi not in chosen]
+        if free:
+            tightest = min(len(problems[pi].permitted) for pi in free)
+            pick = min((pi for pi in free if len(problems[pi].permitted) == tightest),
+                       key=lambda pi: stable_unit("dgemm-sft-cover", seed, kernels[ki].name, problems[pi].id))
+            chosen[pick] = ki
+            used[ki] += 1
+    allowed: dict[int, list[int]] = {}
+    for ki, pis in enumerate(eligible):
+        for pi in pis:
+            allowed.setdefault(pi, []).append(ki)
+    rest = sorted((pi for pi in range(len(problems)) if pi not in chosen and pi in allowed),
+                  key=lambda pi: stable_unit("dgemm-sft-order", seed, problems[pi].id))
+    for pi in rest:  # preference: faster kernels more often
+        options = [ki for ki in allowed[pi] if used[ki] < per_kernel]
+        if options:
+            ki = max(options, key=lambda i: weighted_key(max(kernels[i].gflops, 1e-6), "dgemm-sft-pick", seed,
+                                                         problems[pi].id, kernels[i].name))
+            chosen[pi] = ki
+            used[ki] += 1
+    return chosen
+
+
+def sft_records(kernels: Sequence[CorpusKernel], problems: Sequence[Problem], seed: int,
+                per_kernel: int) -> list[Record]:
+    """Pair verified kernels with train problems that permit every technique they use.
+
+    Args:
+        kernels: verified kernels (``benchmark_variants``).
+        problems: train problems (``make_problems("train", ...)``); each is used at most once.
+        seed: makes the pairing deterministic.
+        per_kernel: at most this many problems per kernel.
+
+    Returns:
+        Records in problem order: the problem's prompt, the kernel in one ```c block as completion.
+
+    Raises:
+        DataError: a problem with a held-out permitted set or an eval size.
+    """
+    _check_train(problems)
+    chosen = _assign(kernels, problems, seed, per_kernel)
+    unused = len(kernels) - len(set(chosen.values()))
+    if unused:
+        log.warning("%d of %d kernels found no free train problem that permits their techniques; "
+                    "generate more train problems to use them all", unused, len(kernels))
+    out = []
+    for pi in sorted(chosen):
+        p, k = problems[pi], kernels[chosen[pi]]
+        if not k.techniques <= p.permitted:  # the invariant of the whole corpus; never let a bug break it
+            raise AssertionError(f"{k.name} uses {_names(k.techniques)}, {p.id} permits {_names(p.permitted)}")
+        meta = problem_metadata(p, {"kernel_name": k.name, "kernel_techniques": _names(k.techniques),
+                                    "kernel_gflops": round(k.gflops, 3), "bench_n": k.n})
+        out.append(Record(family="dgemm", prompt=problem_prompt(p), completion=assistant("```c\n" + k.code + "```"),
+                          answer="", metadata=meta,
+                          provenance={"source": "synthetic:dgemm-corpus@1", "seed": seed, "variant": k.name}))
+    return out
+
+
+def _percentile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolated percentile of sorted values, q in [0, 1]."""
+    pos = q * (len(values) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(values) - 1)
+    return values[lo] + (values[hi] - values[lo]) * (pos - lo)
+
+
+def gflops_distribution(kernels: Sequence[CorpusKernel]) -> dict[str, Any]:
+    """GFLOPS summary (count, min, p10, median, p90, max, mean) and kernel counts per detected technique set."""
+    vals = sorted(k.gflops for k in kernels)
+    by_set = Counter("+".join(_names(k.techniques)) or "none" for k in kernels)
+    stats: dict[str, Any] = {"count": len(vals)}
+    for key, q in (("min", 0.0), ("p10", 0.1), ("median", 0.5), ("p90", 0.9), ("max", 1.0)):
+        stats[key] = round(_percentile(vals, q), 3) if vals else None
+    stats["mean"] = round(statistics.fmean(vals), 3) if vals else None
+    stats["by_techniques"] = dict(sorted(by_set.items(), key=lambda kv: (-kv[1], kv[0])))
+    return stats
+
+
+def main(argv: list[str]) -> None:
+    """Benchmark a batch with short timings in private folders under /tmp and print the report."""
+    import json
+    import os
+    import shutil
+    import tempfile
+    import time
+    from pathlib import Path
+
+    from hpcrl_core.bench.engine import Engine
+    from hpcrl_core.config import Settings, parse_params
+    from hpcrl_core.data.dgemm.variants import generate_variants
+
+    count, n = (int(argv[0]) if argv else 400), (int(argv[1]) if len(argv) > 1 else 256)
+    timing = {"min_reps": 3, "min_time_s": 0.05, "max_time_s": 0.5, "disturbed_retries": 0}
+    bench = parse_params({"bench": {"n": n, "timing": timing}}).bench
+    root = Path(tempfile.mkdtemp(prefix="hpcrl-dgemm-corpus-"))
+    os.chmod(root, 0o755)
+    try:
+        engine = Engine(bench, Settings(cache_dir=root / "cache", scratch_dir=root / "scratch"))
+        variants = generate_variants(0, count)
+        start = time.monotonic()
+        with LocalExecutor(engine) as ex:
+            kernels, report = benchmark_variants(variants, ex, n)
+        report["wall_s"] = round(time.monotonic() - start, 1)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    print(json.dumps({k: v for k, v in report.items() if k not in ("failures", "mismatches")}, indent=1))
+    for row in report["failures"] + report["mismatches"]:
+        print(row)
+    print(json.dumps(gflops_distribution(kernels), indent=1))
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1:])

@@ -1,0 +1,333 @@
+"""Per-pattern OpenMP kernels for ``generator``: the C and Fortran core of every pattern class, racy or race-free.
+
+Each kernel takes a program under construction (``generator._Prog``) and ``race`` (whether to build the racy
+variant), declares its arrays and scalars on it, and returns the program's OpenMP part as lines indented by four
+spaces per level, plus the one-sentence reason for the label (naming the variable first). ``KERNELS`` maps every
+name in ``generator.PATTERNS`` to its kernel. Kernels draw only from ``p.rng``, in a fixed order, so a program is a
+pure function of its seed; reordering draws changes every generated item.
+
+Not an entry point: use ``generator.generate_race_items``.
+Test: ``pytest tests/data/race/test_generator.py`` (compiles every sampled program with gcc / gfortran -fopenmp).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # generator imports this module at run time; the builder is needed here only for annotations
+    from hpcrl_core.data.race.generator import _Prog
+
+# A kernel: (program under construction, racy?) -> (OpenMP part of the program, reason for the label).
+Kernel = Callable[["_Prog", bool], tuple[list[str], str]]
+
+
+def indent(lines: list[str]) -> list[str]:
+    """``lines`` one level deeper (four spaces; the layout re-indents to the drawn style); blank lines stay empty."""
+    return [f"    {x}" if x else x for x in lines]
+
+
+def _k_private(p: _Prog, race: bool) -> tuple[list[str], str]:
+    """A temporary written then read in each iteration: shared (race) or private / lastprivate / block-local."""
+    if p.c and p.rng.random() < 0.3:
+        return _k_inner_index(p, race)
+    r, i = p.rng, p.i
+    a, b = p.arr(), p.arr()
+    t = p.scalar("tmp")
+    u = p.scalar("tmp") if r.random() < 0.3 else None
+    k1, k2 = r.randint(2, 5), r.randint(1, 9)
+    ai, bi = p.ref(a, i), p.ref(b, i)
+    if u:
+        body = [f"{u} = {ai} + {k2}", f"{t} = {u} * {k1}", f"{bi} = {t} - {u}"]
+    else:
+        use = r.choice((f"{bi} = {t} * {t}", f"{bi} = {t} + {ai}", f"{bi} = {t} - {k2}"))
+        body = [f"{t} = {ai} * {k1} + {k2}", use]
+    p.summed.append(b)
+    mode = "shared" if race else r.choice(("private", "private", "lastprivate", *(("local",) * (p.c and not u))))
+    others = f", {u}" if u else ""
+    if mode == "shared":
+        clause = f" private({u})" if u else ""
+        why = (f"`{t}` is not in the private clause, so all threads write and read the same `{t}` at the same time"
+               if u else f"`{t}` is shared by all threads, so one thread can overwrite it between another thread's "
+               "write and its read")
+    elif mode == "local":
+        p.scalars.remove((t, p.ty))
+        body[0] = f"{p.ty} {body[0]}"
+        clause, why = "", f"`{t}` is declared inside the loop body, so every iteration has its own copy"
+    elif mode == "lastprivate":
+        clause = f" lastprivate({t})" + (f" private({u})" if u else "")
+        p.shown.append(t)
+        why = f"`{t}` is lastprivate, so each thread works on its own copy and only the last iteration's value is kept"
+    else:
+        clause = f" private({t}{others})"
+        why = f"`{t}` is private, so each thread works on its own copy and every iteration writes its own element"
+    return p.par_for(clause, p.loop([p.st(x) for x in body])), why
+
+
+def _k_inner_index(p: _Prog, race: bool) -> tuple[list[str], str]:
+    """C only: the index of a sequential inner loop declared outside the parallel loop is shared unless private."""
+    r, i = p.rng, p.i
+    j = p.name("loop")
+    w = r.choice([x for x in (4, 8, 16) if p.n_val % x == 0])
+    a, b = p.arr(), p.arr()
+    mode = "shared" if race else r.choice(("private", "declared"))
+    at, bt = p.ref(a, f"{i} * {w} + {j}"), p.ref(b, f"{i} * {w} + {j}")
+    inner = p.loop([p.st(f"{at} = {bt} * 2 + {j}")], hi=str(w), var=j, declare=mode == "declared")
+    p.summed.append(a)
+    why = {"shared": f"the inner loop index `{j}` is declared outside the parallel loop and not private, so all "
+                     f"threads update the same `{j}`",
+           "private": f"the inner loop index `{j}` is in a private clause, so each thread has its own counter",
+           "declared": f"the inner loop index `{j}` is declared in its for statement, so each thread has its own copy",
+           }[mode]
+    clause = f" private({j})" if mode == "private" else ""
+    return p.par_for(clause, p.loop(inner, hi=f"{p.size} / {w}")), why
+
+
+def _k_reduction(p: _Prog, race: bool) -> tuple[list[str], str]:
+    """A sum or maximum accumulated in a shared scalar, with or without a reduction clause."""
+    r, i = p.rng, p.i
+    a = p.arr()
+    ai = p.ref(a, i)
+    if r.random() < 0.3:
+        v, op = p.scalar("peak"), "max"
+        body = [f"{v} = max({v}, {ai})"] if not p.c else r.choice(([f"if ({ai} > {v}) {v} = {ai};"],
+                                                                   [f"if ({ai} > {v})", f"    {v} = {ai};"]))
+        yes = f"threads compare and overwrite the shared `{v}` without a reduction(max:{v}) clause, so the " \
+              "read-compare-write steps conflict"
+    else:
+        v, op = p.scalar("acc"), "+"
+        term = f"{ai} * {p.ref(p.arr(), i)}" if r.random() < 0.4 else ai
+        body = [p.st(r.choice((f"{v} += {term}", f"{v} = {v} + {term}")) if p.c else f"{v} = {v} + {term}")]
+        yes = f"every iteration updates the shared accumulator `{v}` without a reduction clause, so concurrent " \
+              "read-modify-write updates are lost"
+    if r.random() < 0.3:
+        c = p.arr()
+        body.append(p.st(f"{p.ref(c, i)} = {ai} + 1"))
+        p.summed.append(c)
+    p.shown.append(v)
+    clause = "" if race else f" reduction({op}:{v})"
+    no = f"`{v}` is combined through a reduction({op}:{v}) clause, so each thread updates a private copy"
+    return p.par_for(clause, p.loop(body)), yes if race else no
+
+
+def _dependence(p: _Prog, kind: str, d: int, who: str) -> tuple[str | None, str | None, str, str]:
+    """Loop bounds, statement and reason for a loop over ``a`` with (flow, anti, back) or without (other, same) a
+    loop-carried dependence of distance ``d``."""
+    a, b = p.arr(), p.arr()
+    ahead, behind = p.ref(a, p.off("+", d)), p.ref(a, p.off("-", d))
+    ai, bi = p.ref(a, p.i), p.ref(b, p.i)
+    upper = f"{p.size} - {d}"
+    p.summed.append(a)
+    if kind == "flow":
+        return None, upper, f"{ahead} = {ai} + {bi}", (
+            f"`{a}` has a loop-carried dependence: the element written as `{ahead}` is read as `{ai}` by a later "
+            f"iteration, which may run at the same time on {who}")
+    if kind == "anti":
+        return None, upper, f"{ai} = {ahead} + {bi}", (
+            f"`{a}` has a loop-carried anti-dependence: `{ahead}` is read while a later iteration, possibly on {who}, "
+            "overwrites that element")
+    if kind == "back":
+        return str(d) if p.c else str(d + 1), None, f"{ai} = {behind} + {bi}", (
+            f"`{a}` has a loop-carried dependence: `{behind}` reads an element that an earlier iteration, possibly "
+            f"running at the same time on {who}, writes")
+    if kind == "other":
+        c = p.arr()
+        p.summed.append(c)
+        return None, upper, f"{p.ref(c, p.i)} = {ahead} + {bi}", (
+            f"`{c}` is the only array written, one element per iteration, and `{a}` and `{b}` are only read, so the "
+            "iterations are independent")
+    return None, None, f"{ai} = {ai} * 2 + {bi}", (
+        f"`{a}` is only accessed at element {p.i} in iteration {p.i}, so no iteration touches another's element")
+
+
+def _k_carried(p: _Prog, race: bool) -> tuple[list[str], str]:
+    """A parallel loop with or without a loop-carried dependence."""
+    kind = p.rng.choice(("flow", "anti", "back") if race else ("other", "same"))
+    lo, hi, stmt, why = _dependence(p, kind, p.rng.choice((1, 1, 2, 3)), "another thread")
+    return p.par_for("", p.loop([p.st(stmt)], lo, hi)), why
+
+
+def _k_simd(p: _Prog, race: bool) -> tuple[list[str], str]:
+    """An ``omp simd`` loop (one thread) with or without a loop-carried true dependence."""
+    kind = p.rng.choice(("flow", "back") if race else ("other", "same"))
+    lo, hi, stmt, why = _dependence(p, kind, p.rng.choice((1, 2, 3, 4)), "another SIMD lane")
+    end = [p.omp("end simd")] if not p.c and p.rng.random() < 0.5 else []
+    return [p.omp("simd"), *p.loop([p.st(stmt)], lo, hi), *end], f"under omp simd, {why}"
+
+
+def _k_barrier(p: _Prog, race: bool) -> tuple[list[str], str]:
+    return _k_nowait(p, race) if p.rng.random() < 0.5 else _k_master(p, race)
+
+
+def _k_nowait(p: _Prog, race: bool) -> tuple[list[str], str]:
+    """Two worksharing loops in one region; the second reads what other threads wrote in the first."""
+    r, i, n = p.rng, p.i, p.size
+    a, b, c = p.arr(), p.arr(), p.arr()
+    s = r.randint(2, 8)
+    read = p.ref(a, r.choice((f"{n} - 1 - {i}", f"({i} + {s}) % {n}") if p.c else
+                             (f"{n} + 1 - {i}", f"mod({i} + {s - 1}, {n}) + 1")))
+    mode = "nowait" if race else r.choice(("implicit", "explicit"))
+    first = p.loop([p.st(f"{p.ref(a, i)} = {p.ref(b, i)} * 2 + 1")])
+    second = p.loop([p.st(f"{p.ref(c, i)} = {read} + {p.ref(b, i)}")])
+    wait = " nowait" if mode != "implicit" else ""
+    bar = [p.omp("barrier")] if mode == "explicit" else []
+    if p.c:
+        inner = [p.omp(f"for{wait}"), *first, *bar, p.omp("for"), *second]
+        region = [p.omp("parallel"), "{", *indent(inner), "}"]
+    else:
+        inner = [p.omp("do"), *first, p.omp(f"end do{wait}"), *bar, p.omp("do"), *second, p.omp("end do")]
+        region = [p.omp("parallel"), *indent(inner), p.omp("end parallel")]
+    p.summed.append(c)
+    why = {"nowait": f"`{a}` is read as `{read}` in the second loop, but the nowait removes the barrier after the "
+                     "first loop, so the element can be read before the thread that writes it has done so",
+           "implicit": f"`{a}` is complete before the second loop reads `{read}`: the first loop ends with an "
+                       "implicit barrier",
+           "explicit": f"`{a}` is complete before the second loop reads `{read}`: the explicit barrier after the "
+                       "nowait loop makes every thread wait"}
+    return region, why[mode]
+
+
+def _k_master(p: _Prog, race: bool) -> tuple[list[str], str]:
+    """One thread sets a shared scalar that all threads then read in a worksharing loop."""
+    r, i = p.rng, p.i
+    v = p.scalar("bar")
+    a, b = p.arr(), p.arr()
+    mode = r.choice(("master", "single nowait")) if race else r.choice(("single", "master barrier"))
+    write = p.st(f"{v} = {p.ref(a, p.first())} * 2 + 1")
+    kind = mode.split()[0]
+    if p.c:
+        block = p.block(mode if mode != "master barrier" else "master", [write])
+    else:
+        block = p.block(kind, [write], end="end single nowait" if mode == "single nowait" else None)
+    bar = [p.omp("barrier")] if mode == "master barrier" else []
+    loop = p.loop([p.st(f"{p.ref(b, i)} = {p.ref(a, i)} + {v}")])
+    work = [p.omp("for"), *loop] if p.c else [p.omp("do"), *loop, p.omp("end do")]
+    inner = [*block, *bar, *work]
+    region = [p.omp("parallel"), "{", *indent(inner), "}"] if p.c else \
+        [p.omp("parallel"), *indent(inner), p.omp("end parallel")]
+    p.summed.append(b)
+    p.shown.append(v)
+    why = {"master": f"`{v}` is written inside master, which has no implied barrier, while the other threads "
+                     "already read it in the following loop",
+           "single nowait": f"`{v}` is written inside single nowait, so the other threads do not wait and can read "
+                            "it in the following loop before it is written",
+           "single": f"`{v}` is written inside single, whose implied barrier makes every thread wait before the "
+                     "loop reads it",
+           "master barrier": f"`{v}` is written inside master and the explicit barrier after it makes every thread "
+                             "wait before the loop reads it"}
+    return region, why[mode]
+
+
+def _k_taskwait(p: _Prog, race: bool) -> tuple[list[str], str]:
+    """Tasks write shared scalars that the generating thread then reads, with or without a taskwait in between."""
+    r = p.rng
+    a = p.arr()
+    two = r.random() < 0.5
+    outs = [p.scalar("task") for _ in range(1 + two)]
+    q = p.scalar("task")
+    exprs = [f"{p.ref(a, p.first())} * 2 + 1", f"{p.ref(a, p.last())} + {p.ref(a, p.first())}"]
+    tasks: list[str] = []
+    for v, expr in zip(outs, exprs, strict=False):
+        clause = f" shared({v})" if r.random() < 0.5 else ""
+        tasks += p.block(f"task{clause}", [p.st(f"{v} = {expr}")], end="end task")
+    read = p.st(f"{q} = " + (f"{outs[0]} + {outs[1]}" if two else f"{outs[0]} * 2"))
+    mode = r.choice(("missing", "late")) if race else "present"
+    wait = [p.omp("taskwait")]
+    body = [*tasks, *(wait * (mode == "present")), read, *(wait * (mode == "late"))]
+    single = p.block("single", body)
+    region = [p.omp("parallel"), *single] if p.c and r.random() < 0.3 else p.block("parallel", single)
+    p.shown.append(q)
+    names = " and ".join(f"`{v}`" for v in outs)
+    written = f"{names} {'are' if two else 'is'} written by {'tasks' if two else 'a task'}"
+    why = {"missing": f"{written} and read into `{q}` without a taskwait, so the read can happen while a task is "
+                      "still writing",
+           "late": f"{written} but read into `{q}` before the taskwait, so the read can overlap the write",
+           "present": f"{written} and the taskwait makes the generating thread wait for {'them' if two else 'it'} "
+                      f"before `{q}` reads the result"}
+    return region, why[mode]
+
+
+_IDX_FORMS: dict[tuple[bool, bool], tuple[tuple[str, Callable[[int, int, int], int]], ...]] = {
+    # (C?, duplicates?) -> (expression in {i}, {n}, {s}; the value it stores for index i, size n, parameter s)
+    (True, True): (("{i} % ({n} / 2)", lambda i, n, s: i % (n // 2)), ("({i} * 2) % {n}", lambda i, n, s: 2 * i % n),
+                   ("{n} / 2 - 1 - {i} % ({n} / 2)", lambda i, n, s: n // 2 - 1 - i % (n // 2))),
+    (True, False): (("{n} - 1 - {i}", lambda i, n, s: n - 1 - i), ("({i} + {s}) % {n}", lambda i, n, s: (i + s) % n),
+                    ("({i} * {s}) % {n}", lambda i, n, s: i * s % n)),
+    (False, True): (("mod({i} - 1, {n} / 2) + 1", lambda i, n, s: (i - 1) % (n // 2) + 1),
+                    ("mod(2 * {i}, {n}) + 1", lambda i, n, s: 2 * i % n + 1),
+                    ("{n} / 2 - mod({i}, {n} / 2)", lambda i, n, s: n // 2 - i % (n // 2))),
+    (False, False): (("{n} + 1 - {i}", lambda i, n, s: n + 1 - i), ("mod({i} + {s}, {n}) + 1",
+                                                                     lambda i, n, s: (i + s) % n + 1),
+                     ("mod({i} * {s}, {n}) + 1", lambda i, n, s: i * s % n + 1)),
+}
+
+
+def _k_indirect(p: _Prog, race: bool) -> tuple[list[str], str]:
+    """Updates through an index array that holds duplicates (race) or a permutation (no race).
+
+    Duplicates sit in different quarters of the iteration space, so with a static schedule they land on different
+    threads (which lets ThreadSanitizer see them); odd multipliers of a power-of-two size give permutations."""
+    r, i = p.rng, p.i
+    ix = p.name("idx")
+    base = 0 if p.c else 1
+    prelude: list[str] = []
+    if r.random() < 0.3:
+        p.heap, p.n_val = False, r.randint(8, 16)
+        m = p.n_val
+        vals = r.sample(range(m), m)
+        if race:
+            vals[r.randrange(m - m // 4, m)] = vals[r.randrange(m // 4)]
+        vals = [v + base for v in vals]
+        p.int_arrays.append((ix, 0, vals))
+    else:
+        p.n_val = m = r.choice((64, 128, 256, 512, 1024))
+        text, fn = r.choice(_IDX_FORMS[(p.c, race)])
+        s = r.choice((3, 5, 7, 9, 11))
+        vals = [fn(k, m, s) for k in range(base, m + base)]
+        p.int_arrays.append((ix, 0, None))
+        prelude = p.loop([p.st(f"{p.ref(ix, i)} = {text.format(i=i, n=p.size, s=s)}")])
+    a, b = p.arr(), p.arr()
+    target, bi = p.ref(a, p.ref(ix, i)), p.ref(b, i)
+    stmt = r.choice((f"{target} += {bi}", f"{target} = {target} + {bi} * 2")) if p.c else f"{target} = {target} + {bi}"
+    p.summed.append(a)
+    kernel = [*prelude, *p.par_for("", p.loop([p.st(stmt)]))]
+    if not race:
+        return kernel, f"`{ix}` is a permutation, so every iteration updates a different element of `{a}`"
+    k1 = next(k for k in range(m) if vals.index(vals[k]) != k)
+    k0 = vals.index(vals[k1])
+    return kernel, (f"`{ix}` holds repeated indices: iterations {k0 + base} and {k1 + base} both update "
+                    f"`{p.ref(a, str(vals[k1]))}`, so two threads can write the same element of `{a}` at once")
+
+
+def _k_atomic(p: _Prog, race: bool) -> tuple[list[str], str]:
+    """A shared counter or histogram updated by many iterations, bare or under atomic / critical."""
+    r, i = p.rng, p.i
+    ai = p.ref(p.arr(), i)
+    if r.random() < 0.5:
+        v = p.scalar("cnt", "int" if p.c else "integer")
+        upd = p.st(r.choice((f"{v}++", f"{v} += 1", f"{v} = {v} + 1")) if p.c else f"{v} = {v} + 1")
+        p.shown.append(v)
+        yes = f"`{v}` is incremented by many threads without atomic or critical protection, so updates are lost"
+    else:
+        v, nb = p.name("hist"), r.choice((4, 5, 8, 10))
+        p.int_arrays.append((v, nb, []))
+        slot = p.ref(v, f"(int){ai} % {nb}" if p.c else f"mod(int({ai}), {nb}) + 1")
+        upd = p.st(r.choice((f"{slot}++", f"{slot} += 1")) if p.c else f"{slot} = {slot} + 1")
+        p.shown.append(p.ref(v, p.first()))
+        yes = f"`{v}` has only {nb} bins, so iterations on different threads increment the same bin without " \
+              "atomic or critical protection"
+    sync = "none" if race else r.choice(("atomic", "atomic update", "critical"))
+    body = [upd] if race else p.block(sync, [upd]) if sync == "critical" else [p.omp(sync), upd]
+    if p.shown[-1] == v:  # the counter counts the elements above a threshold
+        k = r.randint(2, 5)
+        body = ([f"if ({ai} > {k}) {{", *indent(body), "}"] if p.c else
+                [f"if ({ai} > {k}) then", *indent(body), "end if"])
+    no = f"every update of `{v}` is protected by an omp {sync.split()[0]} directive, so increments cannot conflict"
+    return p.par_for("", p.loop(body)), yes if race else no
+
+
+KERNELS: dict[str, Kernel] = {
+    "missing_private": _k_private, "missing_reduction": _k_reduction, "loop_carried": _k_carried,
+    "missing_barrier": _k_barrier, "missing_taskwait": _k_taskwait, "simd_dependence": _k_simd,
+    "indirect_access": _k_indirect, "missing_atomic": _k_atomic,
+}

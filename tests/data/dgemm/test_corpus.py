@@ -1,0 +1,167 @@
+"""Tests of the DGEMM corpus: benchmarking through a real engine (detected techniques, failure and mismatch report),
+pairing kernels with problems (never a forbidden technique: a property test on random inputs; faster kernels
+preferred, slow ones kept) and the GFLOPS distribution.
+
+Run: pytest tests/data/dgemm/test_corpus.py
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+
+from hpcrl_core.bench.engine import Engine
+from hpcrl_core.bench.executor import LocalExecutor
+from hpcrl_core.bench.extract import extract_code
+from hpcrl_core.bench.techniques import ALL_TECHNIQUES, Technique
+from hpcrl_core.data.dgemm.corpus import CorpusKernel, benchmark_variants, gflops_distribution, sft_records
+from hpcrl_core.data.dgemm.problems import Problem, make_problems, problem_record
+from hpcrl_core.data.dgemm.variants import Variant, generate_variants
+from hpcrl_core.errors import DataError
+
+T = Technique
+NAIVE = """void dgemm(int n, const double *A, const double *B, double *C)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            double s = 0.0;
+            for (int k = 0; k < n; k++)
+                s += A[i * n + k] * B[k * n + j];
+            C[i * n + j] = s;
+        }
+}
+"""
+
+
+def _kernel(name: str, techs: frozenset[Technique], gflops: float) -> CorpusKernel:
+    return CorpusKernel(name, f"/* {name} */\n{NAIVE}", techs, gflops, 0.01, techs, 256)
+
+
+def _random_kernels(rng: random.Random, count: int) -> list[CorpusKernel]:
+    return [_kernel(f"k{i}", frozenset(t for t in ALL_TECHNIQUES if rng.random() < 0.4), rng.uniform(0.3, 60))
+            for i in range(count)]
+
+
+def _prompt_permits(record_text: str) -> set[str]:
+    permitted = record_text.partition("Forbidden techniques")[0].partition("Permitted techniques")[2]
+    return {t.value for t in ALL_TECHNIQUES if f"- {t.value}:" in permitted}
+
+
+@pytest.fixture(scope="module")
+def benchmarked(engine: Engine) -> tuple[list[Variant], list[CorpusKernel], dict]:
+    variants = generate_variants(9, 40)
+    with LocalExecutor(engine) as ex:
+        kernels, report = benchmark_variants(variants, ex, engine.params.n)
+    return variants, kernels, report
+
+
+@pytest.mark.integration
+def test_benchmarked_kernels_carry_detected_techniques_and_speed(benchmarked: tuple) -> None:
+    variants, kernels, report = benchmarked
+    assert report["total"] == 40 and report["verified"] == len(kernels) == 40, report["failures"]
+    assert report["mismatched"] == 0 and report["agreement"] == 1.0, report["mismatches"]
+    assert [k.name for k in kernels] == [v.name for v in variants]
+    assert all(k.gflops > 0 and k.cv >= 0 and k.n == 64 for k in kernels)
+    assert len({k.techniques for k in kernels}) >= 10
+
+
+@pytest.mark.integration
+def test_failures_and_technique_mismatches_are_reported(engine: Engine) -> None:
+    broken = Variant("broken", NAIVE.replace("double s = 0.0;", "double s = ;"), frozenset())
+    wrong = Variant("wrong", NAIVE.replace("C[i * n + j] = s;", "C[i * n + j] = s + 1.0;"), frozenset())
+    unrolled = NAIVE.replace("            for (int k", "            #pragma GCC unroll 4\n            for (int k")
+    mislabelled = Variant("mislabelled", unrolled, frozenset({T.SIMD}))
+    with LocalExecutor(engine) as ex:
+        kernels, report = benchmark_variants([broken, wrong, mislabelled], ex, engine.params.n)
+    assert [k.name for k in kernels] == ["mislabelled"]
+    assert kernels[0].techniques == {T.REGISTER_BLOCKING} and kernels[0].intended == {T.SIMD}
+    assert report["failed"] == {"compile_error": 1, "wrong_result": 1}
+    assert report["mismatched"] == 1 and report["mismatches"][0] == ["mislabelled", ["simd"], ["register_blocking"]]
+    assert [f[:2] for f in report["failures"]] == [["broken", "compile_error"], ["wrong", "wrong_result"]]
+
+
+@pytest.mark.integration
+def test_corpus_records_only_pair_kernels_with_problems_that_permit_them(benchmarked: tuple) -> None:
+    _, kernels, _ = benchmarked
+    records = sft_records(kernels, make_problems("train", 9, 300), seed=9, per_kernel=3)
+    assert {r.metadata["kernel_name"] for r in records} == {k.name for k in kernels}  # every kernel is used
+    by_name = {k.name: k for k in kernels}
+    for r in records:
+        k = by_name[r.metadata["kernel_name"]]
+        assert {t.value for t in k.techniques} <= _prompt_permits(r.question) == set(r.metadata["permitted"])
+        assert extract_code(r.response, 65536).code == k.code
+        assert r.metadata["kernel_techniques"] == sorted(t.value for t in k.techniques)
+        assert r.metadata["bench_n"] == 64 and r.metadata["kernel_gflops"] == round(k.gflops, 3)
+
+
+def test_sft_records_never_pair_a_kernel_with_a_problem_that_forbids_its_techniques() -> None:
+    for seed in range(30):
+        rng = random.Random(seed)
+        kernels = _random_kernels(rng, rng.randint(1, 40))
+        problems = make_problems("train", seed, rng.randint(1, 120))
+        per_kernel = rng.randint(1, 5)
+        records = sft_records(kernels, problems, seed, per_kernel)
+        by_name = {k.name: k for k in kernels}
+        by_id = {p.id: p for p in problems}
+        uses = Counter(r.metadata["kernel_name"] for r in records)
+        assert max(uses.values(), default=0) <= per_kernel
+        assert len({r.metadata["problem_id"] for r in records}) == len(records)  # a problem is used once
+        for r in records:
+            p, k = by_id[r.metadata["problem_id"]], by_name[r.metadata["kernel_name"]]
+            assert k.techniques <= p.permitted and not k.techniques & p.forbidden, (seed, k, p)
+        assert sft_records(kernels, problems, seed, per_kernel) == records  # deterministic
+
+
+def test_sft_records_prefer_fast_kernels_but_keep_slow_ones() -> None:
+    kernels = [_kernel("slow", frozenset(), 1.0), _kernel("fast", frozenset(), 50.0),
+               _kernel("mid", frozenset({T.LOOP_REORDER}), 10.0)]
+    problems = make_problems("train", 0, 400)
+    uses = Counter(r.metadata["kernel_name"] for r in sft_records(kernels, problems, 0, per_kernel=1000))
+    assert uses["slow"] >= 1 and uses["mid"] >= 1
+    assert uses["fast"] > 5 * uses["slow"]
+
+
+def test_sft_record_format_matches_problem_records() -> None:
+    k = _kernel("k", frozenset({T.OPENMP}), 3.25)
+    p = Problem("dgemm-train-s0-00001", 512, (T.OPENMP, T.SIMD, T.LOOP_REORDER, T.CACHE_BLOCKING,
+                                              T.REGISTER_BLOCKING), 1)
+    (r,) = sft_records([k], [p], seed=4, per_kernel=2)
+    assert r.family == "dgemm" and r.answer == "" and r.prompt == problem_record(p).prompt
+    assert r.completion == [{"role": "assistant", "content": "```c\n" + k.code + "```"}]
+    assert set(r.metadata) == set(problem_record(p).metadata)
+    assert r.metadata["kernel_techniques"] == ["openmp"] and r.metadata["permitted"] == ["openmp"]
+    assert r.provenance == {"source": "synthetic:dgemm-corpus@1", "seed": 4, "variant": "k"}
+
+
+def test_sft_records_refuse_eval_problems() -> None:
+    with pytest.raises(DataError, match="eval problem"):
+        sft_records([_kernel("k", frozenset(), 1.0)], make_problems("eval", 0, 4), seed=0, per_kernel=1)
+
+
+def test_gflops_distribution() -> None:
+    kernels = [_kernel(f"k{i}", frozenset({T.SIMD}) if i % 2 else frozenset(), float(g))
+               for i, g in enumerate(range(1, 12))]
+    d = gflops_distribution(kernels)
+    assert (d["count"], d["min"], d["p10"], d["median"], d["p90"], d["max"], d["mean"]) == (11, 1, 2, 6, 10, 11, 6)
+    assert d["by_techniques"] == {"none": 6, "simd": 5}
+    assert gflops_distribution([])["median"] is None
+
+
+def _pairs(kernels: list[CorpusKernel], problems: list[Problem]) -> set[tuple[str, str]]:
+    return {(r.metadata["problem_id"], r.metadata["kernel_name"]) for r in sft_records(kernels, problems, 3, 3)}
+
+
+def test_pairing_barely_moves_when_one_kernel_is_missing_or_timings_differ_slightly() -> None:
+    # Two nodes verify almost the same kernels at slightly different speeds; their corpora must agree almost
+    # everywhere, or the SFT policy (and RL's gain over it) differs from clone to clone.
+    rng = random.Random(11)
+    kernels = _random_kernels(rng, 120)
+    problems = make_problems("train", 5, 360)
+    base = _pairs(kernels, problems)
+    fewer = _pairs(kernels[:40] + kernels[41:], problems)
+    jitter = _pairs([_kernel(k.name, k.techniques, k.gflops * rng.uniform(0.95, 1.05)) for k in kernels], problems)
+    assert len(base) > 300
+    assert len(base & fewer) >= 0.9 * len(base)
+    assert len(base & jitter) >= 0.9 * len(base)

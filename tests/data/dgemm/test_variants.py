@@ -1,0 +1,131 @@
+"""Tests of the DGEMM variant generator: determinism, distinct codes, the family mix, the contract in the source,
+intended techniques against the detector, and (integration) every variant of a batch verified by a real engine.
+
+Run: pytest tests/data/dgemm/test_variants.py            (add -m integration for the engine test alone)
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from hpcrl_core.bench.engine import Engine
+from hpcrl_core.bench.executor import LocalExecutor
+from hpcrl_core.bench.extract import normalise_code
+from hpcrl_core.bench.techniques import ALL_TECHNIQUES, detect_techniques_in_source
+from hpcrl_core.data.dgemm.problems import HEADERS
+from hpcrl_core.data.dgemm.variants import FAMILIES, family_schedule, generate_variants
+from hpcrl_core.errors import DataError
+
+_INCLUDE = re.compile(r"^\s*#\s*include\s*<([^>]+)>", re.M)
+_SIGNATURE = re.compile(r"void\s+dgemm\s*\(\s*(const\s+)?int\s+n\s*,\s*const\s+double\s*\*\s*(restrict\s+)?A\s*,\s*"
+                        r"const\s+double\s*\*\s*(restrict\s+)?B\s*,\s*double\s*\*\s*(restrict\s+)?C\s*\)")
+
+
+def test_variants_are_deterministic_in_the_seed() -> None:
+    assert generate_variants(5, 30) == generate_variants(5, 30)
+    assert [v.code for v in generate_variants(5, 30)] != [v.code for v in generate_variants(6, 30)]
+
+
+@pytest.mark.parametrize("vary_names", [False, True])
+def test_variants_are_distinct_even_ignoring_comments_and_layout(vary_names: bool) -> None:
+    variants = generate_variants(0, 600, vary_names)
+    assert len({normalise_code(v.code) for v in variants}) == 600
+    assert len({v.name for v in variants}) == 600
+
+
+def test_a_small_batch_holds_every_family_in_proportion() -> None:
+    names = [v.name.split(":")[1] for v in generate_variants(2, 40)]
+    assert set(names) == set(FAMILIES)
+    counts = {f: family_schedule(1000).count(f) for f in FAMILIES}
+    for f, (_, share) in FAMILIES.items():
+        assert abs(counts[f] / 1000 - share) < 0.01, (f, counts[f])
+
+
+@pytest.mark.parametrize("vary_names", [False, True])
+def test_every_variant_keeps_the_contract_in_its_source(vary_names: bool) -> None:
+    for v in generate_variants(1, 300, vary_names):
+        assert len(_SIGNATURE.findall(v.code)) == 1, v.name
+        assert set(_INCLUDE.findall(v.code)) <= set(HEADERS), v.name
+        assert not re.search(r"\bmain\s*\(|printf|cblas|dgemm_\(", v.code), v.name
+
+
+@pytest.mark.parametrize("vary_names", [False, True])
+def test_intended_techniques_agree_with_the_detector(vary_names: bool) -> None:
+    bad = [(v.name, sorted(v.intended), sorted(detect_techniques_in_source(v.code)))
+           for v in generate_variants(3, 400, vary_names) if detect_techniques_in_source(v.code) != v.intended]
+    assert not bad, bad[:5]
+
+
+# Loop variables and helper names that only a drawn spelling produces (the first spellings are i/j/k, imin,
+# dot_col, sum, a, crow, brow; tiles BS or BI/BJ/BK or bm/bn/bk; packed pack_a/pack_b).
+_DRAWN_NAMES = re.compile(r"\bfor \(int (p|row|col|y|x|i0|yb) = |\b(min_int|mini|col_dot|edge_dot|packA|pack_lhs)\("
+                          r"|\b(c_row|Ci|b_row|Bk) = |\b(TILE|BLK|TI|MB|tile_m) = ")
+
+
+def test_names_vary_only_when_asked() -> None:
+    fixed = [v.code for v in generate_variants(7, 300)]
+    assert not [c for c in fixed if _DRAWN_NAMES.search(c)]
+    assert sum("dot_col(" in c for c in fixed) >= 10 and sum("imin(" in c for c in fixed) >= 10
+    drawn = [v.code for v in generate_variants(7, 300, vary_names=True)]
+    found = {m.group(0) for c in drawn for m in _DRAWN_NAMES.finditer(c)}
+    assert len(found) >= 8, found
+
+
+def test_the_batch_spans_plain_kernels_and_every_technique() -> None:
+    sets = [v.intended for v in generate_variants(4, 400)]
+    assert frozenset() in sets
+    for t in ALL_TECHNIQUES:
+        assert frozenset({t}) in sets, t  # each technique alone, too
+        assert sum(t in s for s in sets) >= 40, t
+    assert sum(s == frozenset(ALL_TECHNIQUES) for s in sets) >= 20  # the packed, threaded top of the ladder
+    assert len(set(sets)) >= 28  # most of the 32 combinations
+
+
+def test_a_negative_count_is_rejected() -> None:
+    assert generate_variants(0, 0) == []
+    with pytest.raises(DataError, match="got -1"):
+        generate_variants(0, -1)
+
+
+@pytest.mark.integration
+def test_every_variant_of_a_batch_verifies_with_the_intended_techniques(engine: Engine) -> None:
+    variants = generate_variants(0, 40)
+    with LocalExecutor(engine) as ex:
+        results = ex.map([v.code for v in variants])
+    failed = [(v.name, r.status.value, r.detail[:300]) for v, r in zip(variants, results, strict=True) if not r.ok]
+    assert not failed, failed
+    mismatched = [(v.name, sorted(v.intended), r.techniques) for v, r in zip(variants, results, strict=True)
+                  if set(r.techniques) != {t.value for t in v.intended}]
+    assert not mismatched, mismatched
+
+
+# Layout that only a drawn style produces: schedule clauses on `omp parallel for`, enum constants, helper-function
+# bounds, line comments, Allman braces, two-space indentation, C zeroed by a loop, pointer-arithmetic indexing.
+_DRAWN_LAYOUT = re.compile(r"parallel for.*schedule\((dynamic, 4|guided)\)|^enum \{|\b(imin|min_int|mini)\(|^\s*//"
+                           r"|^\s*(for|if) \(.*\)\n\s*\{$|^  \S|C\[z\] = 0\.0|\*\([ABC] \+ ", re.M)
+_HOUSE_SIGNATURE = "void dgemm(int n, const double *A, const double *B, double *C)\n{"
+
+
+def test_the_house_layout_writes_every_kernel_one_way_and_keeps_the_kernels() -> None:
+    drawn, house = generate_variants(11, 240), generate_variants(11, 240, vary_layout=False)
+    assert sum(bool(_DRAWN_LAYOUT.search(v.code)) for v in drawn) > 120
+    assert not [v.name for v in house if _DRAWN_LAYOUT.search(v.code) or _HOUSE_SIGNATURE not in v.code]
+    assert len({normalise_code(v.code) for v in house}) == len(house)
+    # the same draws: a family's first kernel is the same kernel; later ones differ where two drawn kernels became one
+    # in the house layout and the duplicate was drawn again, or the family ran out (ikj_unrolled)
+    for fam in FAMILIES:
+        d = [(v.name.split(":", 2)[2], v.intended) for v in drawn if v.name.split(":")[1] == fam]
+        h = [(v.name.split(":", 2)[2], v.intended) for v in house if v.name.split(":")[1] == fam]
+        if fam != "blocked":  # the house layout writes every tile bound in the loop header (mode "end")
+            assert h[0] == d[0], fam
+        assert len(h) >= len(d) // 2, fam
+
+
+def test_small_families_run_out_of_distinct_kernels_only_in_the_house_layout(
+        caplog: pytest.LogCaptureFixture) -> None:
+    house = generate_variants(0, 640, vary_layout=False)
+    assert 400 < len(house) < 640 and len({normalise_code(v.code) for v in house}) == len(house)
+    assert "no more distinct kernels" in caplog.text and "ikj_unrolled" in caplog.text
+    assert len(generate_variants(0, 640)) == 640

@@ -1,0 +1,234 @@
+"""Tests of the synthetic data-race generator: labels right by construction (checked against the program text by an
+independent reading, and by compiling and running every sampled program), determinism, balance and no label leaks.
+
+Run: pytest tests/data/race/test_generator.py (the compile tests need gcc; the Fortran one skips without gfortran).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from hpcrl_core.config import parse_params
+from hpcrl_core.data.families import prepare_race
+from hpcrl_core.data.race.generator import PATTERNS, SYSTEM, generate_race_items
+from hpcrl_core.data.schema import Record
+from hpcrl_core.errors import DataError
+
+LANGUAGES = ("c", "fortran")
+LABEL_WORDS = ("race", "yes", "no", "safe", "bug", "drb")
+KEYWORDS = {"nowait", "none"}  # OpenMP / Fortran keywords that happen to contain "no"
+
+
+def code_of(r: Record) -> str:
+    m = re.search(r"```(\w+)\n(.*)\n```$", r.question, re.S)
+    assert m, r.question
+    return m.group(2)
+
+
+def named(r: Record) -> list[str]:
+    return re.findall(r"`([^`]+)`", r.response)
+
+
+def test_counts_balance_and_families() -> None:
+    for language, family in (("c", "race_c"), ("fortran", "race_fortran")):
+        recs = generate_race_items(language, 3, seed=3)
+        assert len(recs) == 2 * 3 * len(PATTERNS)
+        assert {r.family for r in recs} == {family}
+        per = Counter((r.metadata["pattern"], r.answer) for r in recs)
+        assert per == {(p, a): 3 for p in PATTERNS for a in ("yes", "no")}
+        assert len({r.id for r in recs}) == len(recs), "duplicate programs"
+
+
+def test_same_seed_same_records_other_seed_other_programs() -> None:
+    a = [r.to_json() for r in generate_race_items("c", 1, seed=11)]
+    assert a == [r.to_json() for r in generate_race_items("c", 1, seed=11)]
+    assert not {r.question for r in generate_race_items("c", 1, seed=11)} & \
+        {r.question for r in generate_race_items("c", 1, seed=12)}
+
+
+def test_more_items_extend_fewer() -> None:
+    few = generate_race_items("fortran", 1, seed=5)
+    many = generate_race_items("fortran", 3, seed=5)
+    for pattern in PATTERNS:
+        assert [r.question for r in few if r.metadata["pattern"] == pattern] == \
+            [r.question for r in many if r.metadata["pattern"] == pattern][:2]
+
+
+def test_record_shape() -> None:
+    for language in LANGUAGES:
+        for i, r in enumerate(generate_race_items(language, 1, seed=0)):
+            assert r.metadata == {"language": language, "pattern": r.metadata["pattern"], "label": r.answer,
+                                  "tsan": None, "source_name": None}
+            assert r.provenance == {"source": "synthetic:race@2", "seed": 0, "index": i,
+                                    "pair": f"{language}:{r.metadata['pattern']}:0"}  # one pair per pattern
+            assert r.prompt[0] == {"role": "system", "content": SYSTEM}
+            assert r.question.startswith("Does the following OpenMP program contain a data race? Answer yes or no, "
+                                         f"then explain briefly.\n\n```{language}\n")
+            assert r.response.startswith(f"{r.answer}: ") and r.response.endswith(".")
+            code = code_of(r)
+            assert ("int main" in code) if language == "c" else code.startswith("program ")
+            for name in named(r):  # the reason names variables of this program
+                base = re.split(r"[\[(]", name)[0]
+                assert re.search(rf"\b{re.escape(base)}\b", code), (name, code)
+
+
+def _identifiers(r: Record) -> set[str]:
+    return set(re.findall(r"[A-Za-z_]\w*", code_of(r)))
+
+
+def _jaccard(a: set[str], b: set[str]) -> float:
+    return len(a & b) / len(a | b)
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_items_come_in_minimal_pairs(language: str) -> None:
+    recs = generate_race_items(language, 6, seed=3)
+    halves = list(zip(recs[::2], recs[1::2], strict=True))
+    for racy, fixed in halves:
+        assert (racy.answer, fixed.answer) == ("yes", "no")
+        assert racy.provenance["pair"] == fixed.provenance["pair"]
+        assert racy.metadata["pattern"] == fixed.metadata["pattern"]
+    assert len({a.provenance["pair"] for a, _ in halves}) == len(halves)
+    # The two halves of a pair share most names; a racy item and the fixed half of another pair share far fewer.
+    within = [_jaccard(_identifiers(a), _identifiers(b)) for a, b in halves]
+    across = [_jaccard(_identifiers(a), _identifiers(b)) for (a, _), (_, b) in zip(halves, halves[1:] + halves[:1],
+                                                                                 strict=True)]
+    assert sum(within) / len(within) > 0.7
+    assert sum(within) / len(within) > sum(across) / len(across) + 0.2
+
+
+def test_the_split_keeps_both_halves_of_a_pair_together() -> None:
+    params = parse_params({"prepare": {"race": {"per_pattern": 12, "tsan": False}}}).prepare
+    for language in LANGUAGES:
+        out = prepare_race(language, params)
+        train, evals = out.files["train.jsonl"], out.files["eval.jsonl"]
+        assert {r.provenance["pair"] for r in train}.isdisjoint({r.provenance["pair"] for r in evals})
+        assert Counter(r.answer for r in evals) == {"yes": len(PATTERNS), "no": len(PATTERNS)}
+        assert Counter(r.metadata["pattern"] for r in evals) == {p: 2 for p in PATTERNS}  # one pair per pattern
+
+
+def test_no_identifier_gives_the_label_away() -> None:
+    for language in LANGUAGES:
+        for seed in range(3):
+            for r in generate_race_items(language, 4, seed):
+                words = set(re.findall(r"[a-z_]\w*", code_of(r).lower())) - KEYWORDS
+                leaks = {w for w in words if any(bad in w for bad in LABEL_WORDS)}
+                assert not leaks, (leaks, code_of(r))
+
+
+@pytest.mark.parametrize(("language", "per_pattern"), [("rust", 2), ("c", 0), ("fortran", -2)])
+def test_bad_arguments(language: str, per_pattern: int) -> None:
+    with pytest.raises(DataError, match=language if language == "rust" else "per_pattern"):
+        generate_race_items(language, per_pattern, seed=0)
+
+
+# An independent reading of each program: does its text have the racy structure of its pattern?
+
+def _carried(low: str) -> bool:
+    """The first assignment after the loop's directive reads its own array at another subscript."""
+    lines = low.splitlines()
+    start = next(k for k, ln in enumerate(lines) if re.search(r"omp (parallel for|for|parallel do|do|simd)\b", ln))
+    stmt = next(ln for ln in lines[start + 1:] if "=" in ln and not re.match(r"\s*(for \(|do )", ln))
+    lhs, rhs = (x.strip().rstrip(";") for x in stmt.split("=", 1))
+    name, sub = re.match(r"(\w+)\s*[\[(](.*)[\])]$", lhs).groups()  # type: ignore[union-attr]
+    reads = re.findall(rf"\b{name}\s*[\[(]([^\])]*)[\])]", rhs)
+    return any(s.replace(" ", "") != sub.replace(" ", "") for s in reads)
+
+
+def _duplicates(code: str, language: str, ix: str) -> bool:
+    """Whether the index array holds a repeated value: from its literal, or by evaluating its fill formula."""
+    literal = re.search(rf"\b{ix}\s*[\[(]\w+[\])]\s*=\s*(?:\{{|\[|\(/)([^}}\]/]*)", code)
+    if literal:
+        vals = [int(v) for v in literal.group(1).split(",")]
+        return len(set(vals)) < len(vals)
+    size_decl = re.search(r"#define (\w+) (\d+)|int (\w+) = (\d+);|parameter :: (\w+) = (\d+)", code)
+    assert size_decl
+    size_name, size = (g for g in size_decl.groups() if g)
+    var, expr = re.search(rf"\b{ix}\s*[\[(](\w+)[\])]\s*=\s*([^;\n]+)", code).groups()  # type: ignore[union-attr]
+    expr = expr.replace("/", "//").replace(size_name, size)
+    first = 0 if language == "c" else 1
+    vals = [eval(expr, {"mod": lambda a, b: a % b}, {var: k}) for k in range(first, int(size) + first)]
+    return len(set(vals)) < len(vals)
+
+
+def _taskwait_missing(low: str, v: str) -> bool:
+    lines = low.splitlines()
+    read = next(k for k, ln in enumerate(lines)
+                if re.search(rf"^\s*\w+\s*=.*\b{v}\b", ln) and not re.match(rf"\s*{v}\s*=", ln))
+    return not any("omp taskwait" in ln for ln in lines[:read])
+
+
+def racy_by_structure(r: Record) -> bool:
+    code, v = code_of(r), named(r)[0]
+    low, pattern = code.lower(), r.metadata["pattern"]
+    if pattern == "missing_private":
+        clauses = re.findall(r"private\(([^)]*)\)", low)
+        listed = any(v in [x.strip() for x in c.split(",")] for c in clauses)
+        local = re.search(rf"\b(int|long|float|double)\s+{v}\b", low.split("omp parallel", 1)[1])
+        return not (listed or local)
+    if pattern == "missing_reduction":
+        return not re.search(rf"reduction\((\+|max):{v}\)", low)
+    if pattern in ("loop_carried", "simd_dependence"):
+        return _carried(low)
+    if pattern == "missing_barrier":
+        return ("nowait" in low or "omp master" in low) and "omp barrier" not in low
+    if pattern == "missing_taskwait":
+        return _taskwait_missing(low, v)
+    if pattern == "indirect_access":
+        return _duplicates(code, r.metadata["language"], v)
+    assert pattern == "missing_atomic"
+    return "omp atomic" not in low and "omp critical" not in low
+
+
+def test_labels_match_the_program_structure() -> None:
+    for language in LANGUAGES:
+        for seed in range(4):
+            for r in generate_race_items(language, 4, seed):
+                assert racy_by_structure(r) == (r.answer == "yes"), (r.metadata, r.response, code_of(r))
+                if r.metadata["pattern"] == "simd_dependence":
+                    assert "omp simd" in code_of(r).lower() and "parallel" not in code_of(r).lower()
+
+
+def _build_and_run(r: Record, work: Path, cmd: list[str], suffix: str) -> str | None:
+    """None when the program compiles cleanly and runs to exit 0 on one thread (where no race can occur), else why."""
+    work.mkdir()
+    src = work / f"prog{suffix}"
+    src.write_text(code_of(r))
+    built = subprocess.run([*cmd, str(src), "-o", str(work / "prog")], capture_output=True, text=True, timeout=120)
+    if built.returncode:
+        return f"{r.metadata} does not compile:\n{code_of(r)}\n{built.stderr}"
+    ran = subprocess.run([str(work / "prog")], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "OMP_NUM_THREADS": "1"})
+    return None if ran.returncode == 0 else f"{r.metadata} exits {ran.returncode}:\n{code_of(r)}\n{ran.stderr}"
+
+
+def _check_all(records: list[Record], tmp_path: Path, cmd: list[str], suffix: str) -> None:
+    with ThreadPoolExecutor(4) as pool:
+        problems = [p for p in pool.map(lambda kr: _build_and_run(kr[1], tmp_path / str(kr[0]), cmd, suffix),
+                                        enumerate(records)) if p]
+    assert not problems, problems[0]
+
+
+@pytest.mark.integration
+def test_c_programs_compile_warning_free_and_run_in_bounds(tmp_path: Path) -> None:
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is not installed")
+    recs = [r for seed in (0, 1) for r in generate_race_items("c", 2, seed)]
+    # -Wall -Werror: no unused or uninitialised variable; ASan/UBSan: every index stays in bounds.
+    _check_all(recs, tmp_path, ["gcc", "-fopenmp", "-Wall", "-Werror", "-g", "-fsanitize=address,undefined"], ".c")
+
+
+@pytest.mark.integration
+def test_fortran_programs_compile_warning_free_and_run_in_bounds(tmp_path: Path) -> None:
+    if shutil.which("gfortran") is None:
+        pytest.skip("gfortran is not installed (Debian package gfortran)")
+    recs = [r for seed in (0, 1) for r in generate_race_items("fortran", 2, seed)]
+    _check_all(recs, tmp_path, ["gfortran", "-fopenmp", "-Wall", "-Werror", "-g", "-fcheck=bounds"], ".f90")
