@@ -1,6 +1,6 @@
-"""The ``race_c`` and ``race_fortran`` families (data race yes/no): the synthetic generator (``generator``, the
-entry point) and its per-pattern kernels (``kernels``), the DataRaceBench and HPC-GPT loaders (``loaders``) and the
-ThreadSanitizer cross-check (``tsan``).
+"""The ``race_c`` and ``race_fortran`` families (data race yes/no): the program builder (``programs``), the
+per-pattern kernels that build on it (``kernels``), the synthetic generator (``generator``, the entry point), the
+DataRaceBench and HPC-GPT loaders (``loaders``) and the ThreadSanitizer cross-check (``tsan``).
 
 Test: ``pytest tests/data/race``.
 """

@@ -1,6 +1,6 @@
 """Per-pattern OpenMP kernels for ``generator``: the C and Fortran core of every pattern class, racy or race-free.
 
-Each kernel takes a program under construction (``generator._Prog``) and ``race`` (whether to build the racy
+Each kernel takes a program under construction (``programs.Program``) and ``race`` (whether to build the racy
 variant), declares its arrays and scalars on it, and returns the program's OpenMP part as lines indented by four
 spaces per level, plus the one-sentence reason for the label (naming the variable first). ``KERNELS`` maps every
 name in ``generator.PATTERNS`` to its kernel. Kernels draw only from ``p.rng``, in a fixed order, so a program is a
@@ -13,21 +13,14 @@ Test: ``pytest tests/data/race/test_generator.py`` (compiles every sampled progr
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # generator imports this module at run time; the builder is needed here only for annotations
-    from hpcrl_core.data.race.generator import _Prog
+from hpcrl_core.data.race.programs import Program, indent
 
 # A kernel: (program under construction, racy?) -> (OpenMP part of the program, reason for the label).
-Kernel = Callable[["_Prog", bool], tuple[list[str], str]]
+Kernel = Callable[[Program, bool], tuple[list[str], str]]
 
 
-def indent(lines: list[str]) -> list[str]:
-    """``lines`` one level deeper (four spaces; the layout re-indents to the drawn style); blank lines stay empty."""
-    return [f"    {x}" if x else x for x in lines]
-
-
-def _k_private(p: _Prog, race: bool) -> tuple[list[str], str]:
+def _k_private(p: Program, race: bool) -> tuple[list[str], str]:
     """A temporary written then read in each iteration: shared (race) or private / lastprivate / block-local."""
     if p.c and p.rng.random() < 0.3:
         return _k_inner_index(p, race)
@@ -64,7 +57,7 @@ def _k_private(p: _Prog, race: bool) -> tuple[list[str], str]:
     return p.par_for(clause, p.loop([p.st(x) for x in body])), why
 
 
-def _k_inner_index(p: _Prog, race: bool) -> tuple[list[str], str]:
+def _k_inner_index(p: Program, race: bool) -> tuple[list[str], str]:
     """C only: the index of a sequential inner loop declared outside the parallel loop is shared unless private."""
     r, i = p.rng, p.i
     j = p.name("loop")
@@ -83,7 +76,7 @@ def _k_inner_index(p: _Prog, race: bool) -> tuple[list[str], str]:
     return p.par_for(clause, p.loop(inner, hi=f"{p.size} / {w}")), why
 
 
-def _k_reduction(p: _Prog, race: bool) -> tuple[list[str], str]:
+def _k_reduction(p: Program, race: bool) -> tuple[list[str], str]:
     """A sum or maximum accumulated in a shared scalar, with or without a reduction clause."""
     r, i = p.rng, p.i
     a = p.arr()
@@ -110,7 +103,7 @@ def _k_reduction(p: _Prog, race: bool) -> tuple[list[str], str]:
     return p.par_for(clause, p.loop(body)), yes if race else no
 
 
-def _dependence(p: _Prog, kind: str, d: int, who: str) -> tuple[str | None, str | None, str, str]:
+def _dependence(p: Program, kind: str, d: int, who: str) -> tuple[str | None, str | None, str, str]:
     """Loop bounds, statement and reason for a loop over ``a`` with (flow, anti, back) or without (other, same) a
     loop-carried dependence of distance ``d``."""
     a, b = p.arr(), p.arr()
@@ -140,14 +133,14 @@ def _dependence(p: _Prog, kind: str, d: int, who: str) -> tuple[str | None, str 
         f"`{a}` is only accessed at element {p.i} in iteration {p.i}, so no iteration touches another's element")
 
 
-def _k_carried(p: _Prog, race: bool) -> tuple[list[str], str]:
+def _k_carried(p: Program, race: bool) -> tuple[list[str], str]:
     """A parallel loop with or without a loop-carried dependence."""
     kind = p.rng.choice(("flow", "anti", "back") if race else ("other", "same"))
     lo, hi, stmt, why = _dependence(p, kind, p.rng.choice((1, 1, 2, 3)), "another thread")
     return p.par_for("", p.loop([p.st(stmt)], lo, hi)), why
 
 
-def _k_simd(p: _Prog, race: bool) -> tuple[list[str], str]:
+def _k_simd(p: Program, race: bool) -> tuple[list[str], str]:
     """An ``omp simd`` loop (one thread) with or without a loop-carried true dependence."""
     kind = p.rng.choice(("flow", "back") if race else ("other", "same"))
     lo, hi, stmt, why = _dependence(p, kind, p.rng.choice((1, 2, 3, 4)), "another SIMD lane")
@@ -155,11 +148,11 @@ def _k_simd(p: _Prog, race: bool) -> tuple[list[str], str]:
     return [p.omp("simd"), *p.loop([p.st(stmt)], lo, hi), *end], f"under omp simd, {why}"
 
 
-def _k_barrier(p: _Prog, race: bool) -> tuple[list[str], str]:
+def _k_barrier(p: Program, race: bool) -> tuple[list[str], str]:
     return _k_nowait(p, race) if p.rng.random() < 0.5 else _k_master(p, race)
 
 
-def _k_nowait(p: _Prog, race: bool) -> tuple[list[str], str]:
+def _k_nowait(p: Program, race: bool) -> tuple[list[str], str]:
     """Two worksharing loops in one region; the second reads what other threads wrote in the first."""
     r, i, n = p.rng, p.i, p.size
     a, b, c = p.arr(), p.arr(), p.arr()
@@ -187,7 +180,7 @@ def _k_nowait(p: _Prog, race: bool) -> tuple[list[str], str]:
     return region, why[mode]
 
 
-def _k_master(p: _Prog, race: bool) -> tuple[list[str], str]:
+def _k_master(p: Program, race: bool) -> tuple[list[str], str]:
     """One thread sets a shared scalar that all threads then read in a worksharing loop."""
     r, i = p.rng, p.i
     v = p.scalar("bar")
@@ -218,7 +211,7 @@ def _k_master(p: _Prog, race: bool) -> tuple[list[str], str]:
     return region, why[mode]
 
 
-def _k_taskwait(p: _Prog, race: bool) -> tuple[list[str], str]:
+def _k_taskwait(p: Program, race: bool) -> tuple[list[str], str]:
     """Tasks write shared scalars that the generating thread then reads, with or without a taskwait in between."""
     r = p.rng
     a = p.arr()
@@ -262,7 +255,7 @@ _IDX_FORMS: dict[tuple[bool, bool], tuple[tuple[str, Callable[[int, int, int], i
 }
 
 
-def _k_indirect(p: _Prog, race: bool) -> tuple[list[str], str]:
+def _k_indirect(p: Program, race: bool) -> tuple[list[str], str]:
     """Updates through an index array that holds duplicates (race) or a permutation (no race).
 
     Duplicates sit in different quarters of the iteration space, so with a static schedule they land on different
@@ -299,7 +292,7 @@ def _k_indirect(p: _Prog, race: bool) -> tuple[list[str], str]:
                     f"`{p.ref(a, str(vals[k1]))}`, so two threads can write the same element of `{a}` at once")
 
 
-def _k_atomic(p: _Prog, race: bool) -> tuple[list[str], str]:
+def _k_atomic(p: Program, race: bool) -> tuple[list[str], str]:
     """A shared counter or histogram updated by many iterations, bare or under atomic / critical."""
     r, i = p.rng, p.i
     ai = p.ref(p.arr(), i)

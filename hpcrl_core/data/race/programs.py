@@ -1,0 +1,280 @@
+"""The builder of the synthetic race programs: one C or Fortran OpenMP program under construction.
+
+A ``Program`` holds what every pattern shares: its random stream, the drawn names (from disjoint pools, one per
+role), element type, size, memory layout, the arrays and scalars a kernel declares on it, the init loop, harmless
+extra statements and the report code, and the C / Fortran layout (indentation, braces, directive spelling) applied
+last by ``render``. The per-pattern kernels (``kernels``) build on it; ``generator`` draws one per item.
+
+Every choice comes from ``Program.rng`` in a fixed order, so a program is a pure function of its seed; reordering
+draws here or in a kernel changes every generated item.
+
+Not an entry point: use ``generator.generate_race_items``.
+Test: ``pytest tests/data/race/test_generator.py`` (compiles every sampled program with gcc / gfortran -fopenmp).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+# Disjoint name pools, one per role. No name contains a label word (race, yes, no, safe, bug, DRB) and none
+# shadows a C library function or a Fortran intrinsic (hence no sum, max, size, len, index, scale).
+_POOLS: dict[str, tuple[str, ...]] = {
+    "arr": ("a", "b", "c", "d", "e", "x", "y", "z", "u", "v", "w", "arr", "vec", "buf", "vals", "src", "dst",
+            "grid", "coef", "lhs", "rhs", "f", "g"),
+    "loop": ("i", "j", "k", "ii", "jj", "kk", "ix", "iy", "it"),
+    "tmp": ("t", "tmp", "temp", "scratch", "work", "cur", "hold", "tval", "aux"),
+    "acc": ("s", "total", "acc", "accum", "tot", "res", "dot", "psum", "agg"),
+    "peak": ("peak", "top", "hi", "mx", "vmax", "biggest", "best"),
+    "cnt": ("cnt", "hits", "tally", "matches", "events", "hitcount"),
+    "hist": ("hist", "bins", "freq", "buckets", "h"),
+    "idx": ("idx", "indx", "perm", "ind", "pos", "sel", "slot", "ord"),
+    "task": ("p", "r", "left", "right", "part1", "part2", "first", "second", "lo_part", "hi_part", "val1", "val2"),
+    "bar": ("base", "offset", "shift", "bias", "factor", "level"),
+    "size_c": ("n", "len", "size", "num", "dim", "nelem"),
+    "size_f": ("n", "nn", "sz", "npts", "nx", "ntot"),
+    "fn": ("fill", "init_value", "start_value", "make_value", "gen_value"),
+    "prog": ("main_prog", "compute", "kernel", "loops", "driver", "demo", "calc"),
+    "chk": ("chk", "checksum", "cs", "digest", "verify"),
+}
+_INIT_NOTES = ("initialise the inputs", "fill the input arrays", "set up the data")
+_WORK_NOTES = ("main computation", "compute", "work loop", "the kernel")
+
+
+def indent(lines: list[str]) -> list[str]:
+    """``lines`` one level deeper (four spaces; the layout re-indents to the drawn style); blank lines stay empty."""
+    return [f"    {x}" if x else x for x in lines]
+
+
+class Program:
+    """One program under construction: its names, declarations and style. Kernels add to it; ``render`` prints it."""
+
+    def __init__(self, rng: random.Random, language: str) -> None:
+        self.rng, self.c = rng, language == "c"
+        self.used: set[str] = set()
+        self.ty = rng.choice(("int", "long", "float", "double") if self.c else
+                             ("integer", "real", "double precision", "real(8)"))
+        self.heap = self.c and rng.random() < 0.3          # malloc'd arrays sized by a variable, else a macro
+        self.n_val = rng.choice((64, 128, 200, 256, 500, 512, 1000, 1024, 2048))
+        self.n = self.name("size_c" if self.c else "size_f")
+        self.i = self.name("loop")
+        self.in_for = self.c and rng.random() < 0.35        # C loops declare their index: for (int i = 0; ...)
+        self.sp = rng.choice((" ", ""))                      # a[i + 1] or a[i+1]
+        self.arrays: list[str] = []                          # element type, length n, filled by the init loop
+        self.scalars: list[tuple[str, str]] = []             # (name, type), zero-initialised
+        self.int_arrays: list[tuple[str, int, list[int] | None]] = []  # (name, length or 0 for n, None/[]/literal)
+        self.top_ints: list[str] = []                        # loop indices declared at the top
+        self.shown: list[str] = []                           # expressions printed at the end
+        self.summed: list[str] = []                          # arrays folded into the printed output
+
+    @property
+    def size(self) -> str:
+        return self.n.upper() if self.c and not self.heap else self.n
+
+    def name(self, role: str) -> str:
+        name = self.rng.choice([x for x in _POOLS[role] if x not in self.used])
+        self.used.add(name)
+        return name
+
+    def arr(self) -> str:
+        self.arrays.append(self.name("arr"))
+        return self.arrays[-1]
+
+    def scalar(self, role: str, ty: str | None = None) -> str:
+        self.scalars.append((self.name(role), ty or self.ty))
+        return self.scalars[-1][0]
+
+    def ref(self, a: str, idx: str) -> str:
+        return f"{a}[{idx}]" if self.c else f"{a}({idx})"
+
+    def off(self, op: str, d: int) -> str:
+        return f"{self.i}{self.sp}{op}{self.sp}{d}"
+
+    def st(self, text: str) -> str:
+        return f"{text};" if self.c else text
+
+    def omp(self, directive: str) -> str:
+        return f"#pragma omp {directive}" if self.c else f"!$omp {directive}"
+
+    def first(self) -> str:
+        return "0" if self.c else "1"
+
+    def last(self) -> str:
+        return f"{self.size} - 1" if self.c else self.size
+
+    def loop(self, body: list[str], lo: str | None = None, hi: str | None = None, var: str | None = None,
+             declare: bool | None = None) -> list[str]:
+        """A counted loop over [lo, hi) in C or lo..hi in Fortran; the defaults cover the whole array."""
+        v = var or self.i
+        declare = self.in_for if declare is None else declare
+        if not declare and v not in self.top_ints:
+            self.top_ints.append(v)
+        if not self.c:
+            return [f"do {v} = {lo or '1'}, {hi or self.size}", *indent(body), "end do"]
+        head = f"for ({'int ' if declare else ''}{v} = {lo or '0'}; {v} < {hi or self.size}; {v}++)"
+        if len(body) == 1 and not body[0].startswith("#") and self.rng.random() < 0.3:
+            return [head, *indent(body)]
+        return [f"{head} {{", *indent(body), "}"]
+
+    def block(self, directive: str, body: list[str], end: str | None = None) -> list[str]:
+        """A construct around ``body``: braces in C, an end directive in Fortran."""
+        if self.c:
+            if len(body) == 1 and self.rng.random() < 0.4:
+                return [self.omp(directive), body[0]]
+            return [self.omp(directive), "{", *indent(body), "}"]
+        return [self.omp(directive), *indent(body), self.omp(end or f"end {directive.split()[0]}")]
+
+    def par_for(self, clauses: str, loop: list[str]) -> list[str]:
+        """``loop`` as a worksharing loop: the combined construct, or a parallel region holding a for / do."""
+        split = self.rng.random() < 0.3
+        if self.c:
+            if split:
+                return [self.omp("parallel"), "{", *indent([self.omp(f"for{clauses}"), *loop]), "}"]
+            return [self.omp(f"parallel for{clauses}"), *loop]
+        if split:
+            return [self.omp("parallel"), *indent([self.omp(f"do{clauses}"), *loop, self.omp("end do")]),
+                    self.omp("end parallel")]
+        return [self.omp(f"parallel do{clauses}"), *loop, *([self.omp("end parallel do")] * self.rng.randint(0, 1))]
+
+    def render(self, kernel: list[str]) -> str:
+        lines = self._render_c(kernel) if self.c else self._render_f(kernel)
+        return _layout_c(lines, self.rng) if self.c else _layout_f(lines, self.rng)
+
+    def _fill(self, fn: str | None, k: int) -> str:
+        i, m, c = self.i, self.rng.choice((5, 7, 9, 11, 13)), self.rng.randint(1, 4)
+        if fn and k == 0:
+            return f"{fn}({i})"
+        if self.c:
+            return self.rng.choice((f"{i} % {m} + {c}", f"({i} + {c}) % {m}", f"({i} % {m}) * 2 + {c}"))
+        return self.rng.choice((f"mod({i}, {m}) + {c}", f"mod({i} + {c}, {m})", f"mod({i}, {m}) * 2 + {c}"))
+
+    def _note(self, notes: tuple[str, ...]) -> list[str]:
+        if self.rng.random() < 0.6:
+            return []
+        text = self.rng.choice(notes)
+        return [f"! {text}"] if not self.c else [self.rng.choice((f"/* {text} */", f"// {text}"))]
+
+    def _prelude(self, fn: str | None, omp_lib: bool) -> list[str]:
+        """Init loop and harmless extras: values depend on the index only, so every run starts the same."""
+        out = self._note(_INIT_NOTES)
+        out += self.loop([self.st(f"{self.ref(a, self.i)} = {self._fill(fn, k)}") for k, a in enumerate(self.arrays)])
+        if self.rng.random() < 0.25:
+            a = self.ref(self.arrays[0], self.i)
+            out += self.loop([self.st(f"{a} = {a} * 2")])
+        if omp_lib and self.rng.random() < 0.5:
+            out.append('printf("%d\\n", omp_get_max_threads());' if self.c else "print *, omp_get_max_threads()")
+        return [*out, "", *self._note(_WORK_NOTES)]
+
+    def _report(self) -> list[str]:
+        exprs = list(self.shown)
+        lines: list[str] = []
+        if self.summed and self.rng.random() < 0.6:
+            chk = self.scalar("chk", "double" if self.c else "double precision")
+            lines = self.loop([self.st(f"{chk} = {chk} + " + " + ".join(self.ref(a, self.i) for a in self.summed))])
+            exprs.insert(0, chk)
+        else:
+            exprs += [self.ref(a, self.rng.choice((self.first(), self.last()))) for a in self.summed]
+        if self.c:
+            fmt = " ".join(["%g"] * len(exprs))
+            return [*lines, f'printf("{fmt}\\n", {", ".join(f"(double){e}" for e in exprs)});']
+        return [*lines, self.rng.choice(("print *, ", "write(*, *) ")) + ", ".join(exprs)]
+
+    def _c_arrays(self) -> list[str]:
+        n, ty = self.size, self.ty
+        if self.heap:
+            out = [f"{ty} *{a} = malloc({n} * sizeof *{a});" for a in self.arrays]
+        elif self.rng.random() < 0.5:
+            out = [f"{ty} {', '.join(f'{a}[{n}]' for a in self.arrays)};"]
+        else:
+            out = [f"{ty} {a}[{n}];" for a in self.arrays]
+        for name, length, vals in self.int_arrays:
+            if vals is None:
+                out.append(f"int *{name} = malloc({n} * sizeof *{name});" if self.heap else f"int {name}[{n}];")
+            else:
+                out.append(f"int {name}[{length or n}] = {{{', '.join(map(str, vals)) or '0'}}};")
+        return out
+
+    def _render_c(self, kernel: list[str]) -> list[str]:
+        r = self.rng
+        fn, omp_lib = (self.name("fn") if r.random() < 0.3 else None), r.random() < 0.3
+        body = [*self._prelude(fn, omp_lib), *kernel, "", *self._report()]
+        glob = not self.heap and r.random() < 0.3
+        arrays = self._c_arrays()
+        head = ["#include <stdio.h>", *(["#include <stdlib.h>"] * self.heap), *(["#include <omp.h>"] * omp_lib), ""]
+        if not self.heap:
+            head += [f"#define {self.size} {self.n_val}", ""]
+        if glob:
+            head += [*(f"static {a}" for a in arrays), ""]
+        if fn:
+            k = self.name("loop")
+            head += [f"static {self.ty} {fn}(int {k}) {{", f"    return ({self.ty})({k} % 7 + 1);", "}", ""]
+        decl = ([] if glob else arrays) + [f"{t} {s} = 0;" for s, t in self.scalars]
+        decl += [f"int {', '.join(self.top_ints)};"] if self.top_ints else []
+        r.shuffle(decl)
+        if self.heap:
+            decl.insert(0, f"{r.choice(('int', 'const int'))} {self.n} = {self.n_val};")
+        frees = [f"free({x});" for x in self.arrays + [a for a, _, v in self.int_arrays if v is None]] * self.heap
+        sig = r.choice(("int main(void)", "int main()", "int main(int argc, char *argv[])"))
+        return [*head, f"{sig} {{", *indent([*decl, "", *body, *frees, "return 0;"]), "}"]
+
+    def _render_f(self, kernel: list[str]) -> list[str]:
+        r, n, ty = self.rng, self.size, self.ty
+        fn, omp_lib = (self.name("fn") if r.random() < 0.3 else None), r.random() < 0.3
+        body = [*self._prelude(fn, omp_lib), *kernel, "", *self._report()]
+        alloc = r.random() < 0.3
+        decl = [f"integer, parameter :: {n} = {self.n_val}", f"integer :: {', '.join(self.top_ints)}"]
+        if alloc:
+            decl.append(f"{ty}, allocatable :: {', '.join(f'{a}(:)' for a in self.arrays)}")
+        elif r.random() < 0.5:
+            decl.append(f"{ty}, dimension({n}) :: {', '.join(self.arrays)}")
+        else:
+            decl.append(f"{ty} :: {', '.join(f'{a}({n})' for a in self.arrays)}")
+        execs = [f"allocate({', '.join(f'{a}({n})' for a in self.arrays)})"] if alloc else []
+        for name, length, vals in self.int_arrays:
+            literal = ", ".join(map(str, vals or []))
+            decl.append(f"integer :: {name}({length or n})" + (r.choice((f" = [{literal}]", f" = (/ {literal} /)"))
+                                                              if vals else ""))
+            execs += [f"{name} = 0"] if vals == [] else []
+        for ty_ in dict.fromkeys(t for _, t in self.scalars):
+            decl.append(f"{ty_} :: {', '.join(s for s, t in self.scalars if t == ty_)}")
+        execs += [f"{s} = 0" for s, _ in self.scalars]
+        dealloc = [f"deallocate({', '.join(self.arrays)})"] if alloc else []
+        prog = self.name("prog")
+        out = [f"program {prog}", *indent([*(["use omp_lib"] * omp_lib), "implicit none", *decl, "", *execs, *body,
+                                         *dealloc])]
+        if fn:
+            k, v = self.name("loop"), self.name("tmp")
+            out += ["contains", *indent([f"function {fn}({k}) result({v})", f"    integer, intent(in) :: {k}",
+                                       f"    {ty} :: {v}", f"    {v} = mod({k}, 7) + 1", f"end function {fn}"])]
+        return [*out, r.choice((f"end program {prog}", "end program", "end"))]
+
+
+def _layout_c(lines: list[str], rng: random.Random) -> str:
+    """Re-indent (2 or 4 spaces or tabs), optionally Allman braces and pragmas flush left."""
+    unit, allman, flush = rng.choice(("    ", "    ", "  ", "\t")), rng.random() < 0.35, rng.random() < 0.4
+    out = []
+    for line in lines:
+        text = line.lstrip(" ")
+        pad = "" if flush and text.startswith("#pragma") else unit * ((len(line) - len(text)) // 4)
+        if allman and text.endswith(" {"):
+            out += [pad + text[:-2], pad + "{"]
+        else:
+            out.append(pad + text if text else "")
+    return "\n".join(out)
+
+
+def _layout_f(lines: list[str], rng: random.Random) -> str:
+    """Re-indent (2 to 4 spaces), optionally upper-case directives, ``enddo`` and directives flush left."""
+    unit, upper, short, flush = rng.choice(("  ", "   ", "    ")), rng.random() < 0.4, rng.random() < 0.3, \
+        rng.random() < 0.3
+    out = []
+    for line in lines:
+        text = line.lstrip(" ")
+        level = (len(line) - len(text)) // 4
+        if text.startswith("!$omp") and upper:
+            text = re.sub(r"[^()]+(?=\(|$)|\)[^()]*", lambda m: m.group().upper(), text)
+        elif short and text in ("end do", "end if"):
+            text = text.replace(" ", "")
+        pad = "" if flush and text.lower().startswith("!$omp") else unit * level
+        out.append(pad + text if text else "")
+    return "\n".join(out)
