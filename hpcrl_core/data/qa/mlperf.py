@@ -5,7 +5,7 @@ Every row yields one record per question template, up to ``paraphrases`` templat
 path through ``load_hpcgpt_mlperf``. Records of both origins carry the same metadata keys:
 ``{"topic", "fact_id", "aliases", "partial"}``.
 
-This module also holds the facts-table reader shared with ``plp.py`` (``read_facts_table``, ``pick_templates``).
+The table is read, validated and turned into records by ``tables`` (shared with ``plp``).
 
 Run: ``.venv/bin/python -c "from hpcrl_core.data.qa.mlperf import generate_mlperf_items as g; print(len(g(0, 2)))"``.
 Test: ``pytest tests/data/qa/test_mlperf.py``.
@@ -13,104 +13,22 @@ Test: ``pytest tests/data/qa/test_mlperf.py``.
 
 from __future__ import annotations
 
-import json
-import random
 import re
 import unicodedata
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from hpcrl_core.data.qa.alpaca import load_alpaca
-from hpcrl_core.data.schema import Record, assistant, messages
-from hpcrl_core.errors import ConfigError, DataError
+from hpcrl_core.data.qa.tables import FACTS_DIR, fact_records, read_facts_table
+from hpcrl_core.data.schema import Record
+from hpcrl_core.errors import DataError
 
-FACTS_DIR = Path(__file__).parent / "facts"
 MLPERF_FACTS = FACTS_DIR / "mlperf_facts.json"
 MLPERF_TOPICS: tuple[str, ...] = ("training", "inference", "hpc", "general")
 SOURCE = "synthetic:mlperf-facts@1"
 SYSTEM = ("You are an expert on the MLPerf benchmark suites (Training, Inference, HPC). Answer with the short fact "
           "only: a name, a number with its unit, or a short phrase, without explanation.")
-
-_TEXT_FIELDS = ("id", "topic", "answer", "source")
-
-
-# --- facts tables (shared with plp.py) ---------------------------------------------------------------------------
-
-def read_facts_table(path: Path, topics: tuple[str, ...], list_fields: Mapping[str, bool]) -> list[dict[str, Any]]:
-    """Read and validate a facts table: a JSON array of rows.
-
-    Every row has the text fields ``id``, ``topic``, ``answer``, ``source``, a non-empty list ``question_templates``,
-    and the list fields named in ``list_fields`` (name -> whether the list must be non-empty). Ids are unique and no
-    question appears twice in the table (equal questions with different answers would be conflicts).
-
-    Raises:
-        DataError: naming the file, the row index (and id) and the field.
-    """
-    if not path.is_file():
-        raise DataError(f"{path}: no such facts table")
-    try:
-        rows = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise DataError(f"{path}: not valid JSON at line {err.lineno} column {err.colno} ({err.msg})") from None
-    if not isinstance(rows, list) or not rows:
-        raise DataError(f"{path}: expected a non-empty JSON array of fact rows, got {type(rows).__name__}")
-    seen_ids: dict[str, int] = {}
-    seen_questions: dict[str, int] = {}
-    for i, row in enumerate(rows):
-        _check_row(path, i, row, topics, list_fields)
-        if row["id"] in seen_ids:
-            raise DataError(f"{path}: row {i}: field 'id' {row['id']!r} repeats row {seen_ids[row['id']]}; "
-                            "ids must be unique")
-        seen_ids[row["id"]] = i
-        for question in row["question_templates"]:
-            key = " ".join(question.lower().split())
-            if key in seen_questions:
-                raise DataError(f"{path}: row {i} (id {row['id']!r}): field 'question_templates' repeats the "
-                                f"question {question!r} of row {seen_questions[key]}; reword one of them")
-            seen_questions[key] = i
-    return rows
-
-
-def _check_row(path: Path, i: int, row: Any, topics: tuple[str, ...], list_fields: Mapping[str, bool]) -> None:
-    if not isinstance(row, dict):
-        raise DataError(f"{path}: row {i}: expected an object, got {type(row).__name__}")
-    where = f"{path}: row {i} (id {row.get('id')!r})"
-    allowed = {*_TEXT_FIELDS, "question_templates", *list_fields}
-    unknown = sorted(set(row) - allowed)
-    if unknown:
-        raise DataError(f"{where}: unknown field(s) {unknown}; allowed: {', '.join(sorted(allowed))}")
-    for key in _TEXT_FIELDS:
-        if not isinstance(row.get(key), str) or not row[key].strip():
-            raise DataError(f"{where}: field {key!r} is missing or not a non-empty string (received {row.get(key)!r})")
-    if row["topic"] not in topics:
-        raise DataError(f"{where}: field 'topic' is {row['topic']!r}; allowed: {', '.join(topics)}")
-    for key, required in {"question_templates": True, **list_fields}.items():
-        value = row.get(key)
-        if not isinstance(value, list) or not all(isinstance(s, str) and s.strip() for s in value):
-            raise DataError(f"{where}: field {key!r} is missing or not a list of non-empty strings "
-                            f"(received {value!r})")
-        if required and not value:
-            raise DataError(f"{where}: field {key!r} is empty; give at least one entry")
-    questions = [" ".join(q.lower().split()) for q in row["question_templates"]]
-    if len(set(questions)) != len(questions):
-        raise DataError(f"{where}: field 'question_templates' lists the same question twice")
-
-
-def pick_templates(seed: int, fact_id: str, count: int, paraphrases: int) -> list[int]:
-    """Indices of the templates a fact contributes: all of them when ``paraphrases >= count``, else a seeded sample.
-
-    The generator is seeded per fact, so adding or editing one row leaves every other row's choice unchanged.
-
-    Raises:
-        ConfigError: ``paraphrases`` below 1.
-    """
-    if paraphrases < 1:
-        raise ConfigError(f"paraphrases must be at least 1; received {paraphrases} "
-                          "(set prepare.mlperf.paraphrases / prepare.plp.paraphrases in params.yaml to 1 or more)")
-    if paraphrases >= count:
-        return list(range(count))
-    return sorted(random.Random(f"{seed}:{fact_id}").sample(range(count), paraphrases))
 
 
 # --- MLPerf items ------------------------------------------------------------------------------------------------
@@ -134,23 +52,6 @@ def generate_mlperf_items(seed: int, paraphrases: int, path: Path | None = None)
     """
     return fact_records("mlperf", load_mlperf_facts(path), seed, paraphrases, SYSTEM, SOURCE,
                         lambda f: {"aliases": list(f["aliases"]), "partial": list(f["partial"])})
-
-
-def fact_records(family: str, facts: list[dict[str, Any]], seed: int, paraphrases: int, system: str, source: str,
-                 extra: Callable[[dict[str, Any]], dict[str, Any]]) -> list[Record]:
-    """One record per (fact, chosen question template) of a facts table; shared by the MLPerf and PLP families.
-
-    ``metadata`` is ``topic`` and ``fact_id`` plus ``extra(fact)``.
-    """
-    out = []
-    for fact in facts:
-        templates = fact["question_templates"]
-        for t in pick_templates(seed, fact["id"], len(templates), paraphrases):
-            out.append(Record(
-                family=family, prompt=messages(system, templates[t]), completion=assistant(fact["answer"]),
-                answer=fact["answer"], metadata={"topic": fact["topic"], "fact_id": fact["id"], **extra(fact)},
-                provenance={"source": source, "fact_id": fact["id"], "template": t}))
-    return out
 
 
 def load_hpcgpt_mlperf(path: Path) -> list[Record]:

@@ -4,7 +4,7 @@ HPC-GPT's task1_plp.json.
 The facts live in ``facts/plp_facts.json``: code datasets, tasks and metrics, each row with a one- or two-sentence
 answer, the keywords a good answer mentions, and its source (see ``facts/SOURCES.md``). Every row yields one record
 per question template, up to ``paraphrases`` templates. Records of both origins carry the same metadata keys:
-``{"topic", "fact_id", "keywords"}``. The table is read and validated by ``mlperf.read_facts_table``.
+``{"topic", "fact_id", "keywords"}``. The table is read and validated by ``tables.read_facts_table``.
 
 Run: ``.venv/bin/python -c "from hpcrl_core.data.qa.plp import generate_plp_items as g; print(len(g(0, 2)))"``.
 Test: ``pytest tests/data/qa/test_plp.py``.
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from hpcrl_core.data.qa.alpaca import load_alpaca
-from hpcrl_core.data.qa.mlperf import FACTS_DIR, fact_records, read_facts_table
+from hpcrl_core.data.qa.tables import FACTS_DIR, fact_records, read_facts_table
 from hpcrl_core.data.schema import Record
 
 PLP_FACTS = FACTS_DIR / "plp_facts.json"
