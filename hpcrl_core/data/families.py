@@ -128,7 +128,7 @@ def prepare_dgemm(p: PrepareParams, bench: BenchParams, settings: Settings,
     with LocalExecutor(engine, cache) as ex:
         kernels, bench_report = benchmark_variants(variants, ex, d.bench_n, progress=tick)
     records = sft_records(kernels, train_problems, p.seed, d.per_kernel)
-    # the house layout can generate fewer variants (corpus.total) than asked for: small families run out
+    # the house layout can generate fewer variants (corpus.total) than asked for: small variant kinds run out
     extra = {"variants_requested": d.variants, "corpus": bench_report, "gflops": gflops_distribution(kernels),
              "bench_n": d.bench_n, "train_problems": len(train_problems), "eval_problems": len(eval_problems)}
     out = finish("dgemm", records, p, key=lambda r: ",".join(r.metadata.get("permitted") or []),

@@ -1,26 +1,26 @@
 """Generator of DGEMM kernel variants for the SFT corpus: slow to fast kernels across the five techniques, each in
 a randomly drawn surface style, every one correct for any n >= 1.
 
-Families (module, share of a batch, GFLOPS on one core of the 2-core dev VM at n = 256, min / median / max of a
+Kinds (module, share of a batch, GFLOPS on one core of the 2-core dev VM at n = 256, min / median / max of a
 400-variant batch; the VM is shared and noisy;
 blocked: 54 kernels of the 320-variant default batch):
 
-==============  ==========================  =====  ===================================================  ============
-family          module                      share  what                                                 GFLOPS
-==============  ==========================  =====  ===================================================  ============
-naive           kinds.loops                 9%     i-j-k / j-i-k scalar accumulator (+ B transposed)    0.5 / 1.4 / 10
-reorder         kinds.loops                 14%    i-k-j, k-i-j; j-k-i, k-j-i (column walks, slow)      0.2 / 5 / 24
-tile_scalar     kinds.unroll                7%     MR x NR scalar register tile, k innermost            1.5 / 3.3 / 12
-ikj_unrolled    kinds.unroll                10%    i-k-j with k or i unrolled by 2/4                    5 / 19 / 30
-blocked         kinds.blocked               17%    tiles 16..128, inside half i-k-j, half i-j-k         1.4 / 3 / 23
-ikj_vec         kinds.vector                10%    i-k-j, j loop in AVX2/AVX-512 vectors                3.5 / 13 / 20
-tile_vec        kinds.vector                13%    vector register tile, optional k blocking            5 / 20 / 60
-packed          kinds.packed                20%    packed micro-kernels (Goto/BLIS), several MR x NR    16 / 38 / 66
-==============  ==========================  =====  ===================================================  ============
+==============  ==============  =====  ===================================================  ============
+kind            module          share  what                                                 GFLOPS
+==============  ==============  =====  ===================================================  ============
+naive           kinds.loops     9%     i-j-k / j-i-k scalar accumulator (+ B transposed)    0.5 / 1.4 / 10
+reorder         kinds.loops     14%    i-k-j, k-i-j; j-k-i, k-j-i (column walks, slow)      0.2 / 5 / 24
+tile_scalar     kinds.unroll    7%     MR x NR scalar register tile, k innermost            1.5 / 3.3 / 12
+ikj_unrolled    kinds.unroll    10%    i-k-j with k or i unrolled by 2/4                    5 / 19 / 30
+blocked         kinds.blocked   17%    tiles 16..128, inside half i-k-j, half i-j-k         1.4 / 3 / 23
+ikj_vec         kinds.vector    10%    i-k-j, j loop in AVX2/AVX-512 vectors                3.5 / 13 / 20
+tile_vec        kinds.vector    13%    vector register tile, optional k blocking            5 / 20 / 60
+packed          kinds.packed    20%    packed micro-kernels (Goto/BLIS), several MR x NR    16 / 38 / 66
+==============  ==============  =====  ===================================================  ============
 
-Optional OpenMP, ``omp simd`` and ``GCC unroll`` layers mix techniques within families. A batch is deterministic
-in the seed: families are scheduled in proportion to their share (stride scheduling, so even a small batch holds
-every family), each variant draws its parameters and style from its own random stream, and variants whose code is
+Optional OpenMP, ``omp simd`` and ``GCC unroll`` layers mix techniques within kinds. A batch is deterministic in
+the seed: kinds are scheduled in proportion to their share (stride scheduling, so even a small batch holds every
+kind), each variant draws its parameters and style from its own random stream, and variants whose code is
 equal after removing comments and whitespace are drawn again. ``Variant.intended`` is what the generator meant by
 the detector's rules; the corpus keeps the techniques the engine detects, and reports any disagreement.
 
@@ -49,9 +49,10 @@ from hpcrl_core.errors import DataError
 
 log = logging.getLogger(__name__)
 
-Family = Callable[[random.Random, Style], Draft]
+# A kind: (the variant's random stream, its style) -> the kernel drawn.
+Kind = Callable[[random.Random, Style], Draft]
 
-FAMILIES: dict[str, tuple[Family, float]] = {
+KINDS: dict[str, tuple[Kind, float]] = {
     "naive": (naive, 0.09),
     "reorder": (reorder, 0.14),
     "tile_scalar": (tile_scalar, 0.07),
@@ -61,7 +62,7 @@ FAMILIES: dict[str, tuple[Family, float]] = {
     "tile_vec": (tile_vec, 0.13),
     "packed": (packed, 0.20),
 }
-_MAX_REDRAWS = 200  # per variant; the families' parameter spaces are far larger than any corpus
+_MAX_REDRAWS = 200  # per variant; the kinds' parameter spaces are far larger than any corpus
 
 
 @dataclass(frozen=True)
@@ -73,12 +74,12 @@ class Variant:
     intended: frozenset[Technique]
 
 
-def family_schedule(count: int) -> list[str]:
-    """Family names for ``count`` variants, in proportion to their shares (stride scheduling, deterministic)."""
-    done = dict.fromkeys(FAMILIES, 0)
+def kind_schedule(count: int) -> list[str]:
+    """Kind names for ``count`` variants, in proportion to their shares (stride scheduling, deterministic)."""
+    done = dict.fromkeys(KINDS, 0)
     out: list[str] = []
     for _ in range(count):
-        name = min(FAMILIES, key=lambda f: (done[f] + 1) / FAMILIES[f][1])
+        name = min(KINDS, key=lambda k: (done[k] + 1) / KINDS[k][1])
         done[name] += 1
         out.append(name)
     return out
@@ -95,37 +96,37 @@ def generate_variants(seed: int, count: int, vary_names: bool = False, vary_layo
             layout (``HOUSE_LAYOUT``) and only its algorithm, parameters and techniques vary.
 
     Returns:
-        Variants in schedule order, named ``NNNN:family:parameters``.
+        Variants in schedule order, named ``NNNN:kind:parameters``.
 
     Raises:
-        DataError: a negative count, or a family that cannot produce a new distinct kernel (a generator defect).
+        DataError: a negative count, or a kind that cannot produce a new distinct kernel (a generator defect).
     """
     if count < 0:
         raise DataError(f"variant count must be >= 0, got {count}")
     rng = random.Random(f"dgemm-variants:{seed}")
     seen: set[str] = set()
     out: list[Variant] = []
-    exhausted: Counter[str] = Counter()  # family -> slots skipped after it ran out of distinct kernels
-    for idx, fam in enumerate(family_schedule(count)):
-        if fam in exhausted:
-            exhausted[fam] += 1
+    exhausted: Counter[str] = Counter()  # kind -> slots skipped after it ran out of distinct kernels
+    for idx, kind in enumerate(kind_schedule(count)):
+        if kind in exhausted:
+            exhausted[kind] += 1
             continue
-        make = FAMILIES[fam][0]
+        make = KINDS[kind][0]
         for _ in range(_MAX_REDRAWS):
             sub = random.Random(rng.getrandbits(64))
             draft = make(sub, random_style(sub, vary_names, vary_layout))
             key = normalise_code(draft.code)
             if key not in seen:
                 seen.add(key)
-                out.append(Variant(f"{idx:04d}:{fam}:{draft.desc}", draft.code, draft.intended))
+                out.append(Variant(f"{idx:04d}:{kind}:{draft.desc}", draft.code, draft.intended))
                 break
         else:
             if vary_layout:
-                raise DataError(f"family {fam!r} produced no new distinct kernel in {_MAX_REDRAWS} draws "
+                raise DataError(f"kind {kind!r} produced no new distinct kernel in {_MAX_REDRAWS} draws "
                                 f"(seed {seed}, variant {idx}); widen its parameter space or lower the count")
-            exhausted[fam] += 1  # one layout leaves small families few distinct kernels: use what there is
+            exhausted[kind] += 1  # one layout leaves small kinds few distinct kernels: use what there is
     if exhausted:
-        log.warning("%d of %d variants skipped: in the house layout these families have no more distinct kernels: %s",
+        log.warning("%d of %d variants skipped: in the house layout these kinds have no more distinct kernels: %s",
                     sum(exhausted.values()), count, ", ".join(f"{f} ({n})" for f, n in sorted(exhausted.items())))
     return out
 

@@ -1,4 +1,4 @@
-"""Tests of the DGEMM variant generator: determinism, distinct codes, the family mix, the contract in the source,
+"""Tests of the DGEMM variant generator: determinism, distinct codes, the mix of kinds, the contract in the source,
 intended techniques against the detector, and (integration) every variant of a batch verified by a real engine.
 
 Run: pytest tests/data/dgemm/test_variants.py            (add -m integration for the engine test alone)
@@ -15,7 +15,7 @@ from hpcrl_core.bench.executor import LocalExecutor
 from hpcrl_core.bench.extract import normalise_code
 from hpcrl_core.bench.techniques import ALL_TECHNIQUES, detect_techniques_in_source
 from hpcrl_core.data.dgemm.problems import HEADERS
-from hpcrl_core.data.dgemm.variants import FAMILIES, family_schedule, generate_variants
+from hpcrl_core.data.dgemm.variants import KINDS, generate_variants, kind_schedule
 from hpcrl_core.errors import DataError
 
 _INCLUDE = re.compile(r"^\s*#\s*include\s*<([^>]+)>", re.M)
@@ -35,12 +35,12 @@ def test_variants_are_distinct_even_ignoring_comments_and_layout(vary_names: boo
     assert len({v.name for v in variants}) == 600
 
 
-def test_a_small_batch_holds_every_family_in_proportion() -> None:
+def test_a_small_batch_holds_every_kind_in_proportion() -> None:
     names = [v.name.split(":")[1] for v in generate_variants(2, 40)]
-    assert set(names) == set(FAMILIES)
-    counts = {f: family_schedule(1000).count(f) for f in FAMILIES}
-    for f, (_, share) in FAMILIES.items():
-        assert abs(counts[f] / 1000 - share) < 0.01, (f, counts[f])
+    assert set(names) == set(KINDS)
+    counts = {k: kind_schedule(1000).count(k) for k in KINDS}
+    for k, (_, share) in KINDS.items():
+        assert abs(counts[k] / 1000 - share) < 0.01, (k, counts[k])
 
 
 @pytest.mark.parametrize("vary_names", [False, True])
@@ -113,17 +113,17 @@ def test_the_house_layout_writes_every_kernel_one_way_and_keeps_the_kernels() ->
     assert sum(bool(_DRAWN_LAYOUT.search(v.code)) for v in drawn) > 120
     assert not [v.name for v in house if _DRAWN_LAYOUT.search(v.code) or _HOUSE_SIGNATURE not in v.code]
     assert len({normalise_code(v.code) for v in house}) == len(house)
-    # the same draws: a family's first kernel is the same kernel; later ones differ where two drawn kernels became one
-    # in the house layout and the duplicate was drawn again, or the family ran out (ikj_unrolled)
-    for fam in FAMILIES:
-        d = [(v.name.split(":", 2)[2], v.intended) for v in drawn if v.name.split(":")[1] == fam]
-        h = [(v.name.split(":", 2)[2], v.intended) for v in house if v.name.split(":")[1] == fam]
-        if fam != "blocked":  # the house layout writes every tile bound in the loop header (mode "end")
-            assert h[0] == d[0], fam
-        assert len(h) >= len(d) // 2, fam
+    # the same draws: a kind's first kernel is the same kernel; later ones differ where two drawn kernels became one
+    # in the house layout and the duplicate was drawn again, or the kind ran out (ikj_unrolled)
+    for kind in KINDS:
+        d = [(v.name.split(":", 2)[2], v.intended) for v in drawn if v.name.split(":")[1] == kind]
+        h = [(v.name.split(":", 2)[2], v.intended) for v in house if v.name.split(":")[1] == kind]
+        if kind != "blocked":  # the house layout writes every tile bound in the loop header (mode "end")
+            assert h[0] == d[0], kind
+        assert len(h) >= len(d) // 2, kind
 
 
-def test_small_families_run_out_of_distinct_kernels_only_in_the_house_layout(
+def test_small_kinds_run_out_of_distinct_kernels_only_in_the_house_layout(
         caplog: pytest.LogCaptureFixture) -> None:
     house = generate_variants(0, 640, vary_layout=False)
     assert 400 < len(house) < 640 and len({normalise_code(v.code) for v in house}) == len(house)

@@ -1,4 +1,4 @@
-"""DGEMM variant family with cache blocking (tiling) in plain C.
+"""DGEMM variant kind with cache blocking (tiling) in plain C.
 
 ``blocked``: the i/j/k iteration space cut into tiles of 16..128 (one edge for all three, or one per
 dimension), tile loops in several orders, tile bounds spelled four ways (precomputed end, min in the condition,

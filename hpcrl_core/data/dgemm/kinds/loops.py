@@ -1,4 +1,4 @@
-"""DGEMM variant families without tiling: the textbook kernel and loop reorderings.
+"""DGEMM variant kinds without tiling: the textbook kernel and loop reorderings.
 
 - ``naive``: i-j-k or j-i-k with a scalar accumulator (k innermost, no technique), optionally on a transposed copy
   of B, with ``omp simd`` reductions, ``GCC unroll``, partial sums (k unrolled by 2 or 4) or OpenMP.

@@ -1,4 +1,4 @@
-"""DGEMM variant family: packed, register-blocked micro-kernels (Goto/BLIS five loops), the fastest rung.
+"""DGEMM variant kind: packed, register-blocked micro-kernels (Goto/BLIS five loops), the fastest rung.
 
 Derived from the structure of the shipped ``hpcrl_core/bench/kernels/packed.c`` and parameterised: vector width
 4 (AVX2) or 8 (AVX-512) doubles, micro-tile MR x NR, blocking KC/MC/NC, GCC vector extensions or intrinsics or

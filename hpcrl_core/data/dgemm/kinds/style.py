@@ -1,10 +1,10 @@
 """Surface style of generated DGEMM kernels: names, index expressions, constants, layout and comments.
 
-A ``Style`` is drawn once per variant (``random_style``); the family generators in ``kinds`` write
+A ``Style`` is drawn once per variant (``random_style``); the kind generators in ``kinds`` write
 their C through its helpers, and ``render`` applies the layout (brace style, indentation, comments) last. Style
 never changes what a kernel computes nor the techniques it uses: only how it reads.
 
-A family generator returns a ``Draft``: a short description of its parameters, the rendered code, and the
+A kind's generator returns a ``Draft``: a short description of its parameters, the rendered code, and the
 techniques it intends (by the detector's rules in ``hpcrl_core.bench.techniques``).
 
 Comment lines in templates are written as ``//# text``; ``render`` keeps them as ``//`` or ``/* */`` comments, or
@@ -60,7 +60,7 @@ def pick_name(rng: random.Random, pool: Sequence[_T], vary_names: bool) -> _T:
 
 @dataclass(frozen=True)
 class Draft:
-    """What a family generator returns: ``desc`` names the parameters (it becomes part of the variant name)."""
+    """What a kind's generator returns: ``desc`` names the parameters (it becomes part of the variant name)."""
 
     desc: str
     code: str
@@ -97,7 +97,7 @@ class Style:
     vary_layout: bool = True
 
     def pick(self, rng: random.Random, pool: Sequence[_T]) -> _T:
-        """A family's own name choice: drawn from ``pool`` when names vary, else its first entry."""
+        """A kind's own name choice: drawn from ``pool`` when names vary, else its first entry."""
         return pick_name(rng, pool, self.vary_names)
 
     def at(self, m: str, r: str, c: str) -> str:
@@ -162,7 +162,7 @@ HOUSE_LAYOUT: dict[str, object] = {"index": "flat", "consts": "define", "bound":
 
 
 def random_style(rng: random.Random, vary_names: bool, vary_layout: bool = True) -> Style:
-    """Draw a style (every choice independent, so surface variation multiplies across families); with
+    """Draw a style (every choice independent, so surface variation multiplies across kinds); with
     ``vary_names`` off, every identifier takes its first spelling; with ``vary_layout`` off, the layout is
     ``HOUSE_LAYOUT`` (the draws are made and discarded, so the rest of the stream is the same)."""
     def name(pool: Sequence[_T]) -> _T:

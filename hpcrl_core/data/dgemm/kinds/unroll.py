@@ -1,4 +1,4 @@
-"""DGEMM variant families with register blocking in plain C (no vector types): scalar register tiles and unrolled
+"""DGEMM variant kinds with register blocking in plain C (no vector types): scalar register tiles and unrolled
 i-k-j kernels.
 
 - ``tile_scalar``: MR x NR named scalar accumulators, k innermost (register_blocking only), edges by a dot

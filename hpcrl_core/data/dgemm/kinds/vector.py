@@ -1,4 +1,4 @@
-"""DGEMM variant families with explicit vector code, unpacked: x86 intrinsics or GCC vector extensions, 4 (AVX2)
+"""DGEMM variant kinds with explicit vector code, unpacked: x86 intrinsics or GCC vector extensions, 4 (AVX2)
 or 8 (AVX-512) doubles per vector.
 
 - ``ikj_vec``: i-k-j with the j loop in vectors (one or two per step), scalar tail: loop_reorder + simd
