@@ -1,4 +1,4 @@
-"""Result cache: a SQLite file keyed by ``Engine.key`` (normalised code, n, slot size, flags, compiler, driver,
+"""Result cache: a SQLite file keyed by ``Engine.key`` (normalised code, n, slot size, flags, compiler, harness,
 node, engine parameters).
 
 Safe with several processes and threads: WAL journal, a busy timeout, one connection per thread, and writes that

@@ -9,7 +9,7 @@
   fine), may reference only an allowlist of libc/libm/OpenMP/libgcc symbols, and may carry no constructor,
   destructor or init sections.
 
-Test: ``pytest tests/bench/test_compile.py``.
+Test: ``pytest tests/bench/test_engine.py tests/bench/test_adversarial.py``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 ``foreign = (busy ticks on the slot's cores - CPU seconds of our own child) / (wall * cores)``. Steal time counts
 as busy: a hypervisor taking the core disturbs a timing as much as a neighbour process does.
 
-Test: ``pytest tests/bench/test_cpuload.py``.
+Test: ``pytest tests/bench/test_node.py`` (foreign-load arithmetic).
 """
 
 from __future__ import annotations

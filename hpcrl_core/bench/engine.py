@@ -15,11 +15,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import os
 import shutil
 import signal
 import statistics
 import tempfile
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -46,6 +48,7 @@ from hpcrl_core.errors import BenchInfraError
 
 ENGINE_VERSION = "3"  # bump when engine.py changes results for the same code (harness/screens are hashed)
 _PLAUSIBLE_PEAK_FACTOR = 3.0  # the monitor's figures above this multiple of the estimated peak mean a broken clock
+_log = logging.getLogger(__name__)
 _MIN_LOAD_WALL_S = 0.2  # foreign load is judged over runs at least this long (the probe covers shorter ones)
 _EXIT_REFUSED = 121  # runner.c: the SIGSYS handler's exit code (HPCRL_EXIT_REFUSED in protocol.h)
 
@@ -122,8 +125,11 @@ class Engine:
         self.monitor = monitor_binary(self.cache_dir, self.tc, self.node.fingerprint)
         self.isolation = probe_isolation(self.monitor, params.sandbox.namespaces, params.sandbox.user)
         _check_reachable(self.scratch, self.isolation, params.sandbox.user)
+        for name, meaning in self.isolation.missing.items():
+            _log.warning("benchmark sandbox: this host refuses %s: %s", name, meaning)
         self.locks = core_locks(settings.lock_dir)
-        self.speed = HostSpeed(self.cache_dir / f"host-speed-{self.node.fingerprint[:16]}.json")
+        self._speeds: dict[int, HostSpeed] = {}
+        self._speed_lock = threading.Lock()
         self._context = json.dumps({
             "engine": ENGINE_VERSION, "harness": harness_version(), "screen": screen_version(),
             "compiler": self.tc.version,
@@ -131,22 +137,14 @@ class Engine:
             "verify": params.verify.model_dump(), "timing": params.timing.model_dump(),
             "sandbox": params.sandbox.model_dump(),
         }, sort_keys=True)
-        if self.speed.reference is None:
-            self._calibrate_speed()
 
-    def _calibrate_speed(self, runs: int = 3) -> None:
-        """A first host-speed reference for this node: a few short runs of a shipped kernel (the reference is the
-        lowest 5th percentile of the probes timed in runs, so later, faster runs lower it)."""
-        code = (Path(__file__).resolve().parent / "kernels" / "ikj.c").read_text()
-        timing = self.params.timing.model_copy(update={"min_time_s": 0.05, "max_time_s": 0.5, "disturbed_retries": 0})
-        saved = self.params
-        self.params = saved.model_copy(update={"timing": timing})
-        try:
-            core = (sorted(os.sched_getaffinity(0))[0],)
-            for _ in range(runs):
-                self.run(code, core, n=128)
-        finally:
-            self.params = saved
+    def speed(self, n: int) -> HostSpeed:
+        """The host-speed reference at size n: the probe after the monitor's own work at size n runs ~20% slower
+        at n = 512 than at n = 128 here, so each size has its own (the first runs at a size judge themselves)."""
+        with self._speed_lock:
+            if n not in self._speeds:
+                self._speeds[n] = HostSpeed(self.cache_dir / f"host-speed-{self.node.fingerprint[:16]}-n{n}.json")
+            return self._speeds[n]
 
     def key(self, code: str, n: int, cores_per_slot: int) -> str:
         """Cache key of (normalised code, n, slot size, flags, compiler, harness, node, engine params)."""
@@ -212,7 +210,7 @@ class Engine:
                 "tol": repr(v.tolerance), "fv": str(v.freivalds_vectors), "min_clean": str(t.min_reps)}
         while runs <= t.disturbed_retries:
             runs += 1
-            limit = self.speed.limit(t.probe_tolerance)
+            limit = self.speed(n).limit(t.probe_tolerance)
             args["probe_limit"] = repr(limit or 0.0)
             out = run_monitored(self.monitor, exe, args, cores=cores, params=p.sandbox, timeout=p.run_timeout_s,
                                 workdir=work)
@@ -222,7 +220,8 @@ class Engine:
                 return result
             if best is None or _badness(result, t.max_foreign_load) < _badness(best, t.max_foreign_load):
                 best = result
-            if not result.disturbed:
+            # a run is repeated for foreign load only: the monitor already waited for a busy host up to max_time_s
+            if not result.disturbed or (result.foreign_load or 0.0) <= t.max_foreign_load:
                 break
         assert best is not None
         return dataclasses.replace(best, run_s=run_s, retries=runs - 1)
@@ -287,8 +286,7 @@ class Engine:
         hs = float(report.get("handshake_s") or 0.0)
         times = [max(t - hs, 0.5 * t) for t in raw]
         timing = self.params.timing
-        speed = self.speed.judge([float(x) for x in report.get("probes", [])],
-                                 [float(x) for x in report.get("probes0", [])], timing.probe_tolerance)
+        speed = self.speed(n).judge([float(x) for x in report.get("probes", [])], timing.probe_tolerance)
         clean = [t for t, ok in zip(times, speed.clean, strict=True) if ok]
         # the quantile of the calls made with the host at full speed, when there are enough of them
         host_busy = len(clean) < min(timing.min_reps, len(times))

@@ -5,7 +5,7 @@ time) through ``prlimit``, and is killed with its whole group on timeout. Output
 only up to ``max_output`` bytes per stream; with ``kill_on_overflow`` a program that writes more is killed, so
 an expansion bomb cannot exhaust the parent's memory. The kernel itself runs through ``sandbox.py``.
 
-Test: ``pytest tests/bench/test_compile.py``.
+Test: ``pytest tests/bench/test_engine.py tests/bench/test_adversarial.py``.
 """
 
 from __future__ import annotations

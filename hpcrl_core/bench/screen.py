@@ -14,7 +14,7 @@ attributes and pragmas outside an allowlist. It then detects the optimisation te
 This is the first of two layers: ``compile.screen_object`` checks the compiled object's symbols, which catches
 a forbidden function reached without naming it in a call.
 
-Test: ``pytest tests/bench/test_screen.py``.
+Test: ``pytest tests/bench/test_adversarial.py tests/bench/test_engine.py``.
 """
 
 from __future__ import annotations

@@ -2,11 +2,12 @@
 
 On a shared VM the host's other tenants slow every kernel by up to 2x for hundreds of milliseconds, and nothing
 in ``/proc/stat`` shows it (no steal, no foreign load). The monitor therefore times a fixed, cache-resident
-64 x 64 matrix product (its speed probe, ~25 us) right before every timed call, while the kernel's process is
-stopped, and 16 times at the start. ``HostSpeed`` keeps the node's reference (the lowest 5th percentile of probe
-times seen in any run, in a small file per node in the cache folder, shared by every engine process) and says,
-per call, whether the host ran at full speed (probe within ``bench.timing.probe_tolerance`` of the reference).
-The engine takes its figure from those calls; a run with too few of them is ``disturbed``.
+64 x 64 matrix product (its speed probe, ~20 us) right before every timed call, while the kernel's process is
+stopped. ``HostSpeed`` keeps the node's reference for one matrix size (noise only ever adds time, so the reference
+is the lowest second-fastest probe of any run, in a small file per node and size in the cache folder, shared by
+every engine process) and says, per call, whether the host ran at full speed (probe within
+``bench.timing.probe_tolerance`` of the reference). The engine takes its figure from those calls; a run with too
+few of them is ``disturbed``. A run before any reference exists is judged against its own fastest probe.
 
 Measured on this VM (docs/bench.md): across 8 fresh runs the 10th-percentile figure of all calls spread 16-65%,
 that of the full-speed calls 2-3%.
@@ -23,12 +24,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-_MIN_PROBES_FOR_REFERENCE = 16
 
-
-def _p5(xs: Sequence[float]) -> float:
+def _second_fastest(xs: Sequence[float]) -> float | None:
+    """Robust to one glitch of the clock, unlike the minimum; None for fewer than two probes."""
     ys = sorted(xs)
-    return ys[int(0.05 * (len(ys) - 1))]
+    return ys[1] if len(ys) >= 2 else None
 
 
 @dataclass(frozen=True)
@@ -64,11 +64,12 @@ class HostSpeed:
         ref = self._ref
         return ref * (1.0 + tolerance) if ref else None
 
-    def judge(self, probes: Sequence[float], start_probes: Sequence[float], tolerance: float) -> SpeedVerdict:
+    def judge(self, probes: Sequence[float], tolerance: float) -> SpeedVerdict:
         """Judge a run's probes (one per timed call) and lower the node's reference if this run saw it faster."""
-        seen = [p for p in (*start_probes, *probes) if p > 0]
-        if len(seen) >= _MIN_PROBES_FOR_REFERENCE:
-            self._offer(_p5(seen))
+        seen = [p for p in probes if p > 0]
+        candidate = _second_fastest(seen)
+        if candidate is not None:
+            self._offer(candidate)
         ref = self._ref or (min(seen) if seen else None)
         if not ref or len(probes) == 0:
             return SpeedVerdict(tuple(True for _ in probes), 1.0)

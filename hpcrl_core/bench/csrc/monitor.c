@@ -624,13 +624,12 @@ int main(int argc, char **argv) {
     wait_stopped(0, "while starting");
     if (ready.value == 1) iso_add(ISO_SECCOMP);
 
-    /* 0. the handshake's own cost, measured before any code of the kernel has run, and the host's speed */
-    double hs = 1e9, probes0[16];
+    /* 0. the handshake's own cost, measured before any code of the kernel has run */
+    double hs = 1e9;
     for (int i = 0; i < P.pings; i++) {
         double t = round_trip(HPCRL_OP_PING, 0, "during a ping");
         if (t < hs) hs = t;
     }
-    for (int i = 0; i < 16; i++) probes0[i] = speed_probe();
 
     /* 1. full checks */
     double worst = 0.0;
@@ -679,8 +678,6 @@ int main(int argc, char **argv) {
     for (int i = 0; i < nsizes; i++) off += (size_t)snprintf(buf + off, cap - off, "%s%d", i ? "," : "", sizes[i]);
     off += (size_t)snprintf(buf + off, cap - off, "],\"times\":[");
     for (int i = 0; i < reps; i++) off += (size_t)snprintf(buf + off, cap - off, "%s%.9e", i ? "," : "", times[i]);
-    off += (size_t)snprintf(buf + off, cap - off, "],\"probes0\":[");
-    for (int i = 0; i < 16; i++) off += (size_t)snprintf(buf + off, cap - off, "%s%.9e", i ? "," : "", probes0[i]);
     off += (size_t)snprintf(buf + off, cap - off, "],\"probes\":[");
     for (int i = 0; i < reps; i++) off += (size_t)snprintf(buf + off, cap - off, "%s%.9e", i ? "," : "", probes[i]);
     snprintf(buf + off, cap - off, "]}\n");
