@@ -39,7 +39,9 @@ def _row(name: str, r: BenchResult, reward: float | None, peak: float | None) ->
             "pct_peak": (100 * r.gflops / peak) if (r.gflops and peak) else None, "techniques": list(r.techniques),
             "isolation": list(r.isolation), "compile_s": round(r.compile_s, 4), "run_s": round(r.run_s, 4),
             "detail": r.detail, "n": r.n, "reps": r.reps, "foreign_load": r.foreign_load, "retries": r.retries,
-            "cores": list(r.cores), "cached": r.cached}
+            "cores": list(r.cores), "cached": r.cached, "disturbed": r.disturbed,
+            "gflops_median": r.extra.get("gflops_median"), "host_slowdown": r.extra.get("host_slowdown"),
+            "handshake_s": r.extra.get("handshake_s"), "slot_wait_s": r.extra.get("slot_wait_s")}
 
 
 def _fmt(v: Any, spec: str) -> str:
@@ -60,6 +62,9 @@ def _table(title: str, rows: Sequence[dict[str, Any]]) -> str:
                      f"{_fmt(r.get('reward'), '8.2f')}  {','.join(r.get('techniques') or []) or '-'}")
         if r["status"] not in ("ok", "reference") and r.get("detail"):
             lines.append(f"{'':<22} {r['detail'].splitlines()[0][:95]}")
+        if r.get("disturbed"):
+            lines.append(f"{'':<22} disturbed: the host ran at 1/{r.get('host_slowdown') or 0:.2f} of its speed or "
+                         f"others used the slot ({_fmt(r.get('foreign_load'), '.0%')}); not cached, measure again")
     return "\n".join(lines)
 
 
@@ -85,7 +90,8 @@ def run_bench_command(params: Params, settings: Settings, *, files: Sequence[Pat
                              "pct_peak": None, "reward": None, "techniques": [], "detail": "pip install numpy"})
         elif reference or want_numpy:
             print(f"measuring numpy's DGEMM at n={n} on {len(slot)} core(s) ...", file=sys.stderr)
-            m = ex.submit_on_slot(lambda s: measure_numpy(n, s)).result()
+            m = ex.submit_on_slot(lambda s: measure_numpy(n, s, quantile=params.bench.timing.quantile,
+                                                              lock_dir=engine.locks.folder)).result()
             numpy_gflops = m.gflops
             ref_rows.append({"name": "numpy (OpenBLAS)", "status": "reference", "gflops": m.gflops, "cv": m.cv,
                              "pct_peak": 100 * m.gflops / peak if peak else None, "reward": None, "techniques": [],
@@ -121,8 +127,10 @@ def run_bench_command(params: Params, settings: Settings, *, files: Sequence[Pat
     if files:
         out.append(_emit("Kernels", rows_files, as_json))
     if not as_json:
-        out.append(f"\nisolation: {', '.join(engine.isolation.names) or 'none (namespaces unavailable)'}; "
+        out.append(f"\nisolation: {', '.join(engine.isolation.names) or 'none'}; "
                    f"slots: {ex.slots}; cache hit rate: {_fmt(hit_rate, '.0%')}")
+    for name, meaning in engine.isolation.missing.items():  # stderr: JSON on stdout stays parseable
+        print(f"warning: the host refuses {name}: {meaning}", file=sys.stderr)
     print("\n".join(o for o in out if o))
     return 1 if any(r["status"] != "ok" for r in rows_files) else 0
 

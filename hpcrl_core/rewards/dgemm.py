@@ -112,6 +112,8 @@ class BatchStats:
         runs: engine runs this batch started (distinct kernels not in the cache).
         bench_s: wall seconds from the first submit to the last result.
         reference_gflops: the reference figure used, or None when the mode needs none.
+        disturbed: results whose figure the engine flagged as disturbed (a busy host or foreign load): used, but
+            never cached, so the same kernel is measured again when it comes back.
     """
 
     outcomes: tuple[str, ...]
@@ -120,19 +122,21 @@ class BatchStats:
     runs: int
     bench_s: float
     reference_gflops: float | None
+    disturbed: int = 0
 
     def metrics(self) -> dict[str, float]:
         """Scalars for ``log_metric``: ``reward/status/<outcome>`` shares (every status and
         ``technique_violation``; they sum to 1), ``reward/gflops_{mean,median,max}`` (0 when none is ok),
-        ``reward/cache_hit_share``, ``reward/runs``, ``reward/bench_s`` and, when used,
-        ``reward/reference_gflops``."""
+        ``reward/cache_hit_share``, ``reward/disturbed_share``, ``reward/runs``, ``reward/bench_s`` and, when
+        used, ``reward/reference_gflops``."""
         total = max(len(self.outcomes), 1)
         out = {f"reward/status/{s}": self.outcomes.count(s) / total for s in [*(x.value for x in Status), VIOLATION]}
         g = self.gflops
         out.update({"reward/gflops_mean": statistics.fmean(g) if g else 0.0,
                     "reward/gflops_median": statistics.median(g) if g else 0.0,
                     "reward/gflops_max": max(g) if g else 0.0,
-                    "reward/cache_hit_share": self.cache_hits / total, "reward/runs": float(self.runs),
+                    "reward/cache_hit_share": self.cache_hits / total,
+                    "reward/disturbed_share": self.disturbed / total, "reward/runs": float(self.runs),
                     "reward/bench_s": self.bench_s})
         if self.reference_gflops is not None:
             out["reward/reference_gflops"] = self.reference_gflops
@@ -219,7 +223,8 @@ class DgemmGflopsReward:
         # one engine run per distinct future: the executor hands identical in-flight kernels the same future
         runs = len({id(f) for f in futures.values() if not f.result().cached})
         hits = sum(r.cached for r in results)
-        return results, BatchStats((), (), hits, runs, bench_s, reference)
+        disturbed = sum(r.disturbed for r in results)
+        return results, BatchStats((), (), hits, runs, bench_s, reference, disturbed)
 
 
 @register_reward(NAME)

@@ -221,3 +221,9 @@ def test_stats_without_verified_kernels_log_zero_gflops() -> None:
     m = BatchStats(("compile_error", "technique_violation"), (), 0, 2, 0.5, None).metrics()
     assert m["reward/gflops_mean"] == m["reward/gflops_max"] == m["reward/gflops_median"] == 0.0
     assert m["reward/status/compile_error"] == 0.5 and all(math.isfinite(v) for v in m.values())
+
+
+def test_stats_count_disturbed_figures() -> None:
+    m = BatchStats(("ok", "ok", "compile_error", "ok"), (10.0, 11.0, 12.0), 0, 3, 0.5, None, disturbed=1).metrics()
+    assert m["reward/disturbed_share"] == 0.25
+    assert BatchStats(("ok",), (1.0,), 0, 1, 0.1, None).metrics()["reward/disturbed_share"] == 0.0
