@@ -27,6 +27,7 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from hpcrl_core.errors import HPCRLError
+from tasks.retries import retry_on
 
 TAIL_LINES = 40
 _RAN = re.compile(r"Running stage '([^']+)'")
@@ -134,20 +135,10 @@ def run_dvc_stage(stage: str, repo_root: Path, on_line: Callable[[str], Any] = p
     return StageResult(stage, status, seconds, tuple(ran), tuple(skipped))
 
 
-def _retry_if_locked(task: Any, task_run: Any, state: Any) -> bool:
-    """Retry only lock contention; a stage that fails on its own would fail again."""
-    try:
-        state.result()
-    except StageLockedError:
-        return True
-    except Exception:
-        return False
-    return False
-
-
-# No Prefect caching: DVC owns skip-if-unchanged.
+# No Prefect caching: DVC owns skip-if-unchanged. Only lock contention is retried: a stage that fails on its own
+# would fail again.
 @task(name="dvc-repro", task_run_name="dvc-repro-{stage}", cache_policy=NO_CACHE, retries=3,
-      retry_delay_seconds=[15, 60, 120], retry_condition_fn=_retry_if_locked)
+      retry_delay_seconds=[15, 60, 120], retry_condition_fn=retry_on(StageLockedError))
 def repro_stage(stage: str, repo_root: str) -> StageResult:
     """Run one DVC stage with its output in the run log; see ``run_dvc_stage``."""
     logger = get_run_logger()

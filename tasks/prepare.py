@@ -18,23 +18,14 @@ from hpcrl_core.config import BenchParams, PrepareParams, Settings
 from hpcrl_core.data import families
 from hpcrl_core.data.prepare import FamilyOutput, write_outputs
 from hpcrl_core.errors import BenchInfraError
-
-
-def _retry_infra(task: Any, task_run: Any, state: Any) -> bool:
-    try:
-        state.result()
-    except BenchInfraError:
-        return True
-    except Exception:
-        return False
-    return False
+from tasks.retries import retry_on
 
 
 def _log(text: str) -> None:
     get_run_logger().info(text)
 
 
-@task(name="prepare-dgemm", retries=1, retry_condition_fn=_retry_infra, cache_policy=NO_CACHE)
+@task(name="prepare-dgemm", retries=1, retry_condition_fn=retry_on(BenchInfraError), cache_policy=NO_CACHE)
 def prepare_dgemm(p: PrepareParams, bench: BenchParams, settings: Settings) -> FamilyOutput:
     return families.prepare_dgemm(p, bench, settings, progress=_log)
 

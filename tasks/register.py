@@ -19,17 +19,7 @@ from prefect.cache_policies import NO_CACHE
 
 from hpcrl_core import tracking
 from hpcrl_core.tracking import ModelVersionInfo, Promotion, TrackingInfraError
-
-
-def retry_infra(task: Any, task_run: Any, state: Any) -> bool:
-    """Prefect retry condition: retry only when the task failed with a ``TrackingInfraError``."""
-    try:
-        state.result()
-    except TrackingInfraError:
-        return True
-    except Exception:
-        return False
-    return False
+from tasks.retries import retry_on
 
 
 @task(name="read-eval-report", cache_policy=NO_CACHE)
@@ -37,26 +27,26 @@ def read_report(path: Path) -> dict[str, Any]:
     return tracking.read_eval_report(path)
 
 
-@task(name="register-version", retries=2, retry_delay_seconds=10, retry_condition_fn=retry_infra,
+@task(name="register-version", retries=2, retry_delay_seconds=10, retry_condition_fn=retry_on(TrackingInfraError),
       cache_policy=NO_CACHE)
 def register_version(model_dir: Path, report: dict[str, Any], data_hash: str, name: str,
                      tags: dict[str, str]) -> ModelVersionInfo:
     return tracking.register_model_version(model_dir, report, data_hash, name, tags)
 
 
-@task(name="set-alias", retries=2, retry_delay_seconds=10, retry_condition_fn=retry_infra,
+@task(name="set-alias", retries=2, retry_delay_seconds=10, retry_condition_fn=retry_on(TrackingInfraError),
       cache_policy=NO_CACHE)
 def set_alias(name: str, alias: str, version: int) -> None:
     tracking.set_alias(name, alias, version)
 
 
-@task(name="promote-if-better", retries=2, retry_delay_seconds=10, retry_condition_fn=retry_infra,
+@task(name="promote-if-better", retries=2, retry_delay_seconds=10, retry_condition_fn=retry_on(TrackingInfraError),
       cache_policy=NO_CACHE)
 def promote(challenger: ModelVersionInfo) -> Promotion:
     return tracking.promote_if_better(challenger)
 
 
-@task(name="get-version", retries=2, retry_delay_seconds=10, retry_condition_fn=retry_infra,
+@task(name="get-version", retries=2, retry_delay_seconds=10, retry_condition_fn=retry_on(TrackingInfraError),
       cache_policy=NO_CACHE)
 def get_version(name: str, version: int) -> ModelVersionInfo:
     return tracking.get_version(name, version)

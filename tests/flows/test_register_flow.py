@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from hpcrl_core.errors import ConfigError, DataError
-from hpcrl_core.tracking import TrackingInfraError
 
 pytestmark = pytest.mark.integration
 
@@ -104,12 +103,3 @@ def test_bad_inputs_fail_before_anything_is_registered(tmp_path: Path, store: st
     assert client.search_registered_models() == []
     assert not client.search_runs([e.experiment_id for e in client.search_experiments()])
 
-
-def test_only_infrastructure_faults_are_retried() -> None:
-    from prefect.states import Completed, Failed
-
-    from tasks.register import retry_infra
-
-    assert retry_infra(None, None, Failed(data=TrackingInfraError("store locked")))
-    assert not retry_infra(None, None, Failed(data=DataError("no report")))
-    assert not retry_infra(None, None, Completed(data=1))

@@ -159,7 +159,7 @@ def test_lock_contention_is_a_retryable_stage_error(tmp_path: Path) -> None:
     import zc.lockfile
     from prefect.states import Failed
 
-    from tasks.pipeline import StageError, StageLockedError, _retry_if_locked, run_dvc_stage
+    from tasks.pipeline import StageError, StageLockedError, repro_stage, run_dvc_stage
 
     repo = make_dvc_repo(tmp_path / "repo")
     (repo / ".dvc" / "tmp").mkdir(exist_ok=True)
@@ -172,6 +172,7 @@ def test_lock_contention_is_a_retryable_stage_error(tmp_path: Path) -> None:
     assert not (repo / "first.txt").exists()
     copy = pickle.loads(pickle.dumps(locked.value))
     assert isinstance(copy, StageLockedError) and str(copy) == str(locked.value)
-    assert _retry_if_locked(None, None, Failed(data=locked.value))
-    assert not _retry_if_locked(None, None, Failed(data=StageError("broken", 3, 1.0, ["boom"], repo)))
+    retry = repro_stage.retry_condition_fn
+    assert retry is not None and retry(None, None, Failed(data=locked.value))
+    assert not retry(None, None, Failed(data=StageError("broken", 3, 1.0, ["boom"], repo)))
     assert run_dvc_stage("first", repo, on_line=lambda line: None).status == "ran"  # lock gone: runs
