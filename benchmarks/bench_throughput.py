@@ -32,7 +32,6 @@ from hpcrl_core.bench.engine import Engine, quantile  # noqa: E402
 from hpcrl_core.bench.executor import LocalExecutor  # noqa: E402
 from hpcrl_core.bench.reference import ladder_kernels, measure_numpy  # noqa: E402
 from hpcrl_core.config import Params, Settings, load_params  # noqa: E402
-from hpcrl_core.data.families import corpus_bench_params  # noqa: E402
 
 DOC = ROOT / "docs" / "benchmarks.md"
 
@@ -212,7 +211,7 @@ def main() -> int:
               f"isolation {', '.join(engine.isolation.names) or 'none'}. Command: `make bench`.")
     parts = [header, "", *table]
     if a.repeats > 0:
-        reward = corpus_bench_params(bench, params.rl_dgemm.bench_n)
+        reward = bench.for_many(params.rl_dgemm.bench_n)
         for label, eng in ((f"engine defaults (n = {n}, min_time_s {bench.timing.min_time_s})", engine),
                            (f"the reward's settings (n = {reward.n}, min_time_s {reward.timing.min_time_s}, as "
                             "rl_dgemm and evaluate use)", Engine(reward, settings))):

@@ -16,9 +16,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from hpcrl_core.bench.cache import ResultCache
 from hpcrl_core.bench.engine import Engine
-from hpcrl_core.bench.executor import LocalExecutor
+from hpcrl_core.bench.executor import LocalExecutor, local_executor
 from hpcrl_core.bench.reference import BEST_KERNEL, ladder_kernels, measure_numpy
 from hpcrl_core.bench.result import BenchResult
 from hpcrl_core.config import Params, Settings
@@ -74,11 +73,10 @@ def run_bench_command(params: Params, settings: Settings, *, files: Sequence[Pat
     for f in files:
         if not f.is_file():
             raise ConfigError(f"{f}: no such kernel file")
-    engine = Engine(params.bench, settings)
-    cache = ResultCache(Path(settings.cache_dir) / "bench.sqlite") if params.bench.cache else None
     out: list[str] = []
     rows_files: list[dict[str, Any]] = []
-    with LocalExecutor(engine, cache) as ex:
+    with local_executor(params.bench, settings) as ex:
+        engine = ex.engine
         slot = ex.slots[0]
         peak = engine.node.peak_gflops(len(slot))
         n = params.bench.n
@@ -110,7 +108,7 @@ def run_bench_command(params: Params, settings: Settings, *, files: Sequence[Pat
             for f, r in zip(files, results, strict=True):
                 row = _row(str(f), r, shape_reward(r, params.reward, ref_value), peak)
                 rows_files.append(row)
-        hit_rate = cache.hit_rate if cache else None
+        hit_rate = ex.cache.hit_rate if ex.cache else None
     if ladder:
         rows = [_row(name, r, _reward_or_none(r, params, ref_value), peak) for name, r in ladder_results.items()]
         out.append(_emit("Kernel ladder", rows, as_json))

@@ -25,6 +25,8 @@ FAST_BENCH = {
     # disturbed (and uncached); tests/bench/test_speed.py checks the judgement itself
     "timing": {"warmup_calls": 1, "min_reps": 3, "max_reps": 50, "min_time_s": 0.01, "max_time_s": 0.5,
                "disturbed_retries": 0, "probe_tolerance": 1.0},
+    "short_timing": {"min_reps": 3, "min_time_s": 0.05, "max_time_s": 0.5, "disturbed_retries": 0,
+                     "probe_tolerance": 1.0},
     "sandbox": {"cpu_s": 20, "memory_mb": 1024},
 }
 

@@ -24,12 +24,14 @@ import queue
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
+from pathlib import Path
 from typing import TypeVar
 
 from hpcrl_core.bench.cache import ResultCache
 from hpcrl_core.bench.engine import Engine
 from hpcrl_core.bench.extract import extract_code
 from hpcrl_core.bench.result import BenchResult, Status
+from hpcrl_core.config import BenchParams, Settings
 from hpcrl_core.errors import ConfigError
 
 _STOP = object()
@@ -48,6 +50,13 @@ def make_slots(cores: Sequence[int], cores_per_slot: int) -> list[tuple[int, ...
                           f"available ({cores}); lower cores_per_slot or list more cores")
     count = len(cores) // cores_per_slot
     return [tuple(cores[i * cores_per_slot:(i + 1) * cores_per_slot]) for i in range(count)]
+
+
+def local_executor(bench: BenchParams, settings: Settings, cores_per_slot: int | None = None) -> LocalExecutor:
+    """The one way stages build a benchmark backend: an ``Engine`` with ``bench``, the node's shared result cache
+    (``<cache_dir>/bench.sqlite``) when ``bench.cache``, and a ``LocalExecutor`` over them. Close it (``with``)."""
+    cache = ResultCache(Path(settings.cache_dir) / "bench.sqlite") if bench.cache else None
+    return LocalExecutor(Engine(bench, settings), cache, cores_per_slot=cores_per_slot)
 
 
 class LocalExecutor:

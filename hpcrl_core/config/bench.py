@@ -69,9 +69,16 @@ class BenchParams(Section):
     run_timeout_s: float = Field(60.0, gt=0, le=86_400)
     verify: VerifyParams = VerifyParams()
     timing: TimingParams = TimingParams()
+    # corpus, rewards and evaluation time many kernels: fewer and shorter calls (hpcrl_core/data/families.py)
+    short_timing: TimingParams = TimingParams(min_reps=3, min_time_s=0.05, max_time_s=0.5, disturbed_retries=0)
     sandbox: SandboxParams = SandboxParams()
     executor: ExecutorParams = ExecutorParams()
     cache: bool = True
+
+    def for_many(self, n: int) -> BenchParams:
+        """These settings at size ``n`` with ``short_timing``: for the corpus, rewards and evaluation, which time
+        many kernels (``hpcrl bench`` uses ``timing``)."""
+        return self.model_copy(update={"n": n, "timing": self.short_timing})
 
     @field_validator("cflags")
     @classmethod

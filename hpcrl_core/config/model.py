@@ -132,7 +132,8 @@ class SFTParams(Section):
 class EvalParams(Section):
     """Post-SFT evaluation (``reports/sft.json``): DGEMM kernels sampled and benchmarked, task families greedy.
 
-    DGEMM kernels are benchmarked at ``bench_n`` with short timing (``corpus_bench_params``), not at ``bench.n``:
+    DGEMM kernels are benchmarked at ``bench_n`` with ``bench.short_timing`` (``BenchParams.for_many``), not at
+    ``bench.n``:
     the GFLOPS are a rough comparison between models, not a measurement of the kernels at their problem size.
     """
 

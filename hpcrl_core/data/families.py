@@ -10,9 +10,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from hpcrl_core.bench.cache import ResultCache
-from hpcrl_core.bench.engine import Engine
-from hpcrl_core.bench.executor import LocalExecutor
+from hpcrl_core.bench.executor import local_executor
 from hpcrl_core.config import BenchParams, PrepareParams, Settings
 from hpcrl_core.data.dgemm.corpus import benchmark_variants, gflops_distribution, sft_records
 from hpcrl_core.data.dgemm.problems import make_problems, problem_record
@@ -98,16 +96,6 @@ def prepare_qa(family: str, p: PrepareParams, progress: Progress | None = None) 
                   extra={"hold_out": qa.hold_out}, t0=t0)
 
 
-def corpus_bench_params(bench: BenchParams, n: int) -> BenchParams:
-    """The engine settings for verifying corpus kernels: the project's flags at ``n`` with short timing.
-
-    Data preparation needs every kernel verified and a rough speed, not a precise one.
-    """
-    timing = bench.timing.model_copy(update={"min_reps": 3, "min_time_s": 0.05, "max_time_s": 0.5,
-                                             "disturbed_retries": 0})
-    return bench.model_copy(update={"n": n, "timing": timing})
-
-
 def prepare_dgemm(p: PrepareParams, bench: BenchParams, settings: Settings,
                   progress: Progress | None = None) -> FamilyOutput:
     """DGEMM problems (train / held-out eval) and the verified SFT corpus paired with train prompts."""
@@ -116,7 +104,6 @@ def prepare_dgemm(p: PrepareParams, bench: BenchParams, settings: Settings,
     train_problems = make_problems("train", p.seed, d.train_problems)
     eval_problems = make_problems("eval", p.seed, d.eval_problems)
     variants = generate_variants(p.seed, d.variants, d.vary_names, d.vary_layout)
-    engine = Engine(corpus_bench_params(bench, d.bench_n), settings)
 
     def tick(done: int, total: int) -> None:
         if done == total or done % 20 == 0:
@@ -124,8 +111,7 @@ def prepare_dgemm(p: PrepareParams, bench: BenchParams, settings: Settings,
 
     # The result cache makes a rerun on this node reuse its measurements, so the corpus (and which prompts each
     # kernel is paired with, which prefers faster kernels) is reproducible here, and a rerun takes seconds.
-    cache = ResultCache(Path(settings.cache_dir) / "bench.sqlite") if bench.cache else None
-    with LocalExecutor(engine, cache) as ex:
+    with local_executor(bench.for_many(d.bench_n), settings) as ex:
         kernels, bench_report = benchmark_variants(variants, ex, d.bench_n, progress=tick)
     records = sft_records(kernels, train_problems, p.seed, d.per_kernel)
     # the house layout can generate fewer variants (corpus.total) than asked for: small variant kinds run out

@@ -23,13 +23,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from hpcrl_core.bench.cache import ResultCache
-from hpcrl_core.bench.engine import Engine
-from hpcrl_core.bench.executor import LocalExecutor
+from hpcrl_core.bench.executor import local_executor
 from hpcrl_core.bench.reference import measure_numpy
 from hpcrl_core.bench.result import BenchResult
 from hpcrl_core.config import Params, Settings, load_params
-from hpcrl_core.data.families import corpus_bench_params
 from hpcrl_core.data.schema import Record, read_jsonl
 from hpcrl_core.errors import DataError
 from hpcrl_core.evaluation.generate import generate
@@ -107,10 +104,8 @@ def sample_rows(problems: Sequence[Record], results: Sequence[Sequence[BenchResu
 def _bench_all(samples: Mapping[str, list[list[str]]], params: Params, settings: Settings,
                progress: Progress | None) -> tuple[dict[str, list[list[BenchResult]]], float, float | None]:
     ep = params.evaluate
-    bench = corpus_bench_params(params.bench, ep.bench_n)
-    cache = ResultCache(Path(settings.cache_dir) / "bench.sqlite") if bench.cache else None
     out: dict[str, list[list[BenchResult]]] = {}
-    with LocalExecutor(Engine(bench, settings), cache, cores_per_slot=1) as ex:
+    with local_executor(params.bench.for_many(ep.bench_n), settings, cores_per_slot=1) as ex:
         quantile, lock_dir = ex.engine.params.timing.quantile, ex.engine.locks.folder
         numpy_gflops = ex.submit_on_slot(lambda slot: measure_numpy(
             ep.bench_n, slot, quantile=quantile, lock_dir=lock_dir)).result().gflops

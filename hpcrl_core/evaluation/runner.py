@@ -4,7 +4,7 @@
 
 - ``dgemm``: the first ``evaluate.max_problems`` problems of ``data/dgemm/problems_eval.jsonl``, k =
   ``evaluate.samples_per_problem`` kernels each (sampled at ``evaluate.temperature``), benchmarked by the engine at
-  ``evaluate.bench_n`` with short timing (``corpus_bench_params``), so GFLOPS are a rough comparison, not a
+  ``evaluate.bench_n`` with ``bench.short_timing``, so GFLOPS are a rough comparison, not a
   measurement at each problem's own n. See ``dgemm_metrics`` for the rates.
 - ``race`` (race_c + race_fortran pooled), ``mlperf``, ``plp``: greedy answers to the first
   ``evaluate.max_items_per_family`` items of ``data/<family>/eval.jsonl``, scored by ``metrics.py`` and
@@ -35,12 +35,9 @@ from typing import Any
 
 from transformers import PreTrainedTokenizerBase
 
-from hpcrl_core.bench.cache import ResultCache
-from hpcrl_core.bench.engine import Engine
-from hpcrl_core.bench.executor import LocalExecutor
+from hpcrl_core.bench.executor import local_executor
 from hpcrl_core.bench.result import BenchResult, Status
 from hpcrl_core.config import Params, Settings, load_params
-from hpcrl_core.data.families import corpus_bench_params
 from hpcrl_core.data.qa.mlperf import exact_match, tiered_score
 from hpcrl_core.data.schema import Record, read_jsonl
 from hpcrl_core.evaluation.embeddings import plp_similarity
@@ -146,9 +143,7 @@ def _eval_dgemm(model: Any, tokenizer: PreTrainedTokenizerBase, data_dir: Path, 
                        batch_size=ep.batch_size, seed=ep.seed, progress=_ticker(progress, "dgemm: sampled problems"))
     completions = [text for group in samples for text in group]
     permitted = [r.metadata.get("permitted") or [] for r in problems for _ in range(ep.samples_per_problem)]
-    bench = corpus_bench_params(params.bench, ep.bench_n)
-    cache = ResultCache(Path(settings.cache_dir) / "bench.sqlite") if bench.cache else None
-    with LocalExecutor(Engine(bench, settings), cache) as ex:
+    with local_executor(params.bench.for_many(ep.bench_n), settings) as ex:
         results = ex.map(completions, n=ep.bench_n, progress=_ticker(progress, "dgemm: benchmarked kernels"))
     k = ep.samples_per_problem
     for i, (text, res, allowed) in enumerate(zip(completions, results, permitted, strict=True)):

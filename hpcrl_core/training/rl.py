@@ -38,13 +38,10 @@ from trl import GRPOConfig, GRPOTrainer
 
 from hpcrl_core.algorithms.archive import ARCHIVE_FILE, QDArchive
 from hpcrl_core.algorithms.sqd import STATE_FILE, SQDCurriculum, problems_from_records
-from hpcrl_core.bench.cache import ResultCache
-from hpcrl_core.bench.engine import Engine
-from hpcrl_core.bench.executor import LocalExecutor
+from hpcrl_core.bench.executor import LocalExecutor, local_executor
 from hpcrl_core.bench.reference import ReferenceTracker
 from hpcrl_core.bench.result import BenchResult
 from hpcrl_core.config import Params, RLDgemmParams, Settings, load_params
-from hpcrl_core.data.families import corpus_bench_params
 from hpcrl_core.data.schema import read_jsonl
 from hpcrl_core.errors import ConfigError, DataError
 from hpcrl_core.files import write_text_atomic
@@ -212,9 +209,7 @@ def build_rl_trainer(params: Params, data_dir: Path, sft_dir: Path, output_dir: 
     curriculum = load_curriculum(params, data_dir)
     model, tokenizer = load_saved_policy(sft_dir, trainable=True, key="sft_dir")
     settings = settings or Settings()
-    engine = Engine(corpus_bench_params(params.bench, rp.bench_n), settings)
-    cache = ResultCache(Path(settings.cache_dir) / "bench.sqlite") if params.bench.cache else None
-    executor = LocalExecutor(engine, cache)
+    executor = local_executor(params.bench.for_many(rp.bench_n), settings)
     reference = (ReferenceTracker(executor, params.reward.reference, params.reward.reference_ttl_s)
                  if needs_reference(params.reward) else None)
     rollouts = Rollouts(curriculum, QDArchive(curriculum.problem_ids))

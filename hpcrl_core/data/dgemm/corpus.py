@@ -214,12 +214,11 @@ def main(argv: list[str]) -> None:
     from pathlib import Path
 
     from hpcrl_core.bench.engine import Engine
-    from hpcrl_core.config import Settings, parse_params
+    from hpcrl_core.config import BenchParams, Settings
     from hpcrl_core.data.dgemm.variants import generate_variants
 
     count, n = (int(argv[0]) if argv else 400), (int(argv[1]) if len(argv) > 1 else 256)
-    timing = {"min_reps": 3, "min_time_s": 0.05, "max_time_s": 0.5, "disturbed_retries": 0}
-    bench = parse_params({"bench": {"n": n, "timing": timing}}).bench
+    bench = BenchParams().for_many(n)
     root = Path(tempfile.mkdtemp(prefix="hpcrl-dgemm-corpus-"))
     os.chmod(root, 0o755)
     try:
