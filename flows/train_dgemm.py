@@ -73,7 +73,7 @@ def _register(root: Path) -> dict[str, Any]:
     from flows.register import register
 
     return register(model_dir=str(root / "checkpoints/rl_dgemm/final"), report=str(root / REPORTS["rl"]),
-                    data_dir=str(root / "data"))
+                    data_dir=str(root / "data"), params_path=str(root / "params.yaml"))
 
 
 def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:

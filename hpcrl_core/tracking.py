@@ -1,4 +1,4 @@
-"""The only module that talks to MLflow: stage runs, and the model registry.
+"""The only module that talks to MLflow: stage runs, their params, metrics and artifacts, and the model registry.
 
 Embedded default: a local SQLite store (``sqlite:///mlflow.db``) with artifacts in ``./mlruns``; a server is
 chosen by ``MLFLOW_TRACKING_URI``. Every stage run is tagged with the git commit, and with the DVC data hash and
@@ -9,7 +9,8 @@ stage run under ``model/``, and a version of the registered model is created who
 folder (``<run artifact root>/model``), linked to the run. No MLflow flavor is involved: nothing is loaded, and
 ``mlflow.artifacts.download_artifacts("models:/hpcrl-dgemm@champion")`` returns the folder as it was. The run holds
 the evaluation metrics (flattened: ``rl.gflops_median``); run and version carry the tags ``git_commit`` and
-``data_hash``. Roles are registry aliases (``challenger``, ``champion``), never stages; ``beats`` decides promotion.
+``data_hash`` (``hpcrl_core.provenance``). Roles are registry aliases (``challenger``, ``champion``), never stages;
+whether a challenger becomes champion is ``hpcrl_core.evaluation.promotion.decide_promotion``, plain Python.
 
 Test: ``pytest tests/test_tracking.py``.
 """
@@ -17,16 +18,14 @@ Test: ``pytest tests/test_tracking.py``.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import os
-import subprocess
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hpcrl_core.errors import ConfigError, DataError, TrackingInfraError
+from hpcrl_core.errors import ConfigError, TrackingInfraError
+from hpcrl_core.provenance import git_commit
 
 EXPERIMENT = "hpcrl"
 DEFAULT_URI = "sqlite:///mlflow.db"
@@ -39,19 +38,6 @@ def _resolve_uri(tracking_uri: str | None) -> str:
 def _quiet_env() -> None:
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     os.environ.setdefault("DO_NOT_TRACK", "true")
-
-
-def git_commit(root: Path | None = None) -> str:
-    """The current commit (with ``-dirty`` when the tree has changes), or ``unknown`` outside git."""
-    try:
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-    if sha.returncode != 0:
-        return "unknown"
-    return sha.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
 
 
 def _flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -110,14 +96,9 @@ def log_artifact(path: Path, artifact_path: str | None = None) -> None:
 
 # --------------------------------------------------------------------------------------------------- registry
 
-MODEL_NAME = "hpcrl-dgemm"
 CHALLENGER = "challenger"
 CHAMPION = "champion"
 MODEL_ARTIFACT_PATH = "model"
-# The held-out metrics promotion compares (see ``beats``), and how far the verified rate may fall.
-GFLOPS_KEY = "rl.gflops_median"
-VERIFIED_KEY = "rl.verified_rate"
-VERIFIED_RATE_SLACK = 0.05
 # MLflow error codes of a store or server that failed, not of a bad request: worth a retry. MLflow reports a failed
 # HTTP request and a server error as INTERNAL_ERROR, its default code, so a rare non-infrastructure error with
 # that code is retried too: a bounded cost, against never retrying an unreachable server.
@@ -148,15 +129,6 @@ class ModelVersionInfo:
     metrics: Mapping[str, float] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class Promotion:
-    """The outcome of ``promote_if_better``: whether the challenger became champion, and who is champion now."""
-
-    promoted: bool
-    champion_version: int
-    previous_champion: int | None
-
-
 @contextlib.contextmanager
 def _infra_faults(action: str, uri: str) -> Iterator[None]:
     """Re-raise a failure of the store or server as ``TrackingInfraError``; any other error passes unchanged."""
@@ -181,114 +153,6 @@ def _client(uri: str) -> Any:
     return MlflowClient(tracking_uri=uri)
 
 
-def data_hash(data_dir: Path, pattern: str = "dgemm/*.jsonl") -> str:
-    """A content hash of the DGEMM data a model was trained and evaluated on: ``sha256:<hex>``.
-
-    Computed from the files themselves (sorted by relative path; each contributes its path, its size and its
-    bytes), not read from ``dvc.lock``: the files are what the flow actually sees, the lock may be stale or absent
-    (a checkout without DVC), and anyone holding the files can recompute the hash.
-
-    Args:
-        data_dir: the prepared data folder (``data``).
-        pattern: the files to hash, relative to ``data_dir``.
-
-    Raises:
-        DataError: no file matches.
-    """
-    files = sorted(data_dir.glob(pattern))
-    if not files:
-        raise DataError(f"data_dir: no {pattern} under {data_dir}; pass the prepared data folder (--data data), "
-                        "or produce it with `dvc pull data` or `dvc repro prepare`")
-    digest = hashlib.sha256()
-    for f in files:
-        digest.update(f"{f.relative_to(data_dir).as_posix()}\0{f.stat().st_size}\0".encode())
-        with f.open("rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(chunk)
-    return f"sha256:{digest.hexdigest()}"
-
-
-def check_model_dir(model_dir: Path) -> str:
-    """Check that ``model_dir`` holds a saved model; returns its kind: ``hf_model`` or ``lora_adapter``.
-
-    Raises:
-        ConfigError: the folder is missing or holds neither ``config.json`` nor ``adapter_config.json``.
-    """
-    if (model_dir / "adapter_config.json").is_file():
-        return "lora_adapter"
-    if (model_dir / "config.json").is_file():
-        return "hf_model"
-    state = "does not exist" if not model_dir.exists() else "holds no config.json or adapter_config.json"
-    raise ConfigError(f"model_dir: {model_dir} {state}; pass a saved Hugging Face model or LoRA adapter folder "
-                      "(--model checkpoints/rl_dgemm/final), or produce it with `dvc repro rl_dgemm`")
-
-
-def read_eval_report(path: Path) -> dict[str, Any]:
-    """Read an evaluation report (``reports/eval_dgemm.json``) and check it holds what promotion compares.
-
-    Returns:
-        The report as written: ``{"sft": {...}, "rl": {...}, "meta": {...}}``.
-
-    Raises:
-        DataError: the file is missing or not JSON, or its ``rl`` block lacks a numeric ``gflops_median`` or
-            ``verified_rate``.
-    """
-    fix = "run the DGEMM evaluation first (`dvc repro evaluate_dgemm`) or pass --report"
-    if not path.is_file():
-        raise DataError(f"report: {path} does not exist; {fix}")
-    try:
-        report = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise DataError(f"report: {path} is not JSON ({e}); {fix}") from e
-    rl = report.get("rl") if isinstance(report, dict) else None
-    if not isinstance(rl, dict):
-        found = sorted(report) if isinstance(report, dict) else type(report).__name__
-        raise DataError(f"report: {path} has no 'rl' block (found {found}); it must hold the RL model's held-out "
-                        f"metrics; {fix}")
-    missing = [k for k in (GFLOPS_KEY, VERIFIED_KEY) if not _is_number(rl.get(k.split(".", 1)[1]))]
-    if missing:
-        raise DataError(f"report: {path} lacks numeric {', '.join(missing)}; {fix}")
-    return report
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def report_metrics(report: Mapping[str, Any]) -> dict[str, float]:
-    """The report's numbers as flat metric names (``rl.gflops_median``, ``sft.status_counts.ok``); ``meta`` and
-    non-numbers are left out."""
-    flat = _flatten({k: v for k, v in report.items() if k != "meta"})
-    return {k: float(v) for k, v in flat.items() if _is_number(v)}
-
-
-def beats(challenger: Mapping[str, float], champion: Mapping[str, float] | None) -> bool:
-    """Whether a challenger should replace the champion, judged on held-out metrics.
-
-    A challenger beats the champion when its ``rl.gflops_median`` is strictly higher AND its ``rl.verified_rate``
-    is not lower than the champion's by more than ``VERIFIED_RATE_SLACK`` (0.05): faster kernels may not be bought
-    with many more wrong ones. With no champion, any challenger wins (the first version becomes champion).
-
-    Args:
-        challenger: the challenger's flat metrics.
-        champion: the champion's flat metrics, or ``None`` when there is no champion.
-
-    Raises:
-        DataError: either side lacks one of the two metrics.
-    """
-    if champion is None:
-        return True
-    for side, metrics in (("challenger", challenger), ("champion", champion)):
-        missing = [k for k in (GFLOPS_KEY, VERIFIED_KEY) if k not in metrics]
-        if missing:
-            raise DataError(f"cannot compare models: the {side} has no {', '.join(missing)} metric; register "
-                            "versions with this flow (it logs them), or set the champion alias by hand")
-    faster = challenger[GFLOPS_KEY] > champion[GFLOPS_KEY]
-    # 1e-9: a drop of exactly the slack is allowed, whatever the float rounding of the subtraction
-    still_correct = challenger[VERIFIED_KEY] >= champion[VERIFIED_KEY] - VERIFIED_RATE_SLACK - 1e-9
-    return faster and still_correct
-
-
 def _version_info(client: Any, mv: Any) -> ModelVersionInfo:
     metrics = dict(client.get_run(mv.run_id).data.metrics) if mv.run_id else {}
     return ModelVersionInfo(name=mv.name, version=int(mv.version), run_id=mv.run_id or None, source=mv.source,
@@ -311,33 +175,32 @@ def _ensure_registered_model(client: Any, name: str) -> None:
                 raise
 
 
-def register_model_version(model_dir: Path, report: Mapping[str, Any], data_hash: str, name: str = MODEL_NAME,
-                           tags: Mapping[str, str] | None = None,
-                           tracking_uri: str | None = None) -> ModelVersionInfo:
-    """Log a model folder and its evaluation as a ``register`` stage run and create a version from it.
+def register_model_version(model_dir: Path, metrics: Mapping[str, float], report: Mapping[str, Any], name: str,
+                           tags: Mapping[str, str], tracking_uri: str | None = None) -> ModelVersionInfo:
+    """Log a model folder and its evaluation as a ``register`` run and create a version of ``name`` from it.
 
     The folder's files go to the run's artifacts under ``model/``; the version's source is that artifact folder
-    (no MLflow flavor: nothing is loaded). The run gets the report's metrics (``report_metrics``) and the report
-    itself (``eval_report.json``); run and version get the tags ``git_commit``, ``data_hash`` and ``model_kind``,
-    plus ``tags``. Sets no alias.
+    (no MLflow flavor: nothing is loaded). The run gets ``metrics`` and the report itself (``eval_report.json``);
+    run and version get ``tags`` (the provenance tags ``git_commit``, ``data_hash``, ``model_kind``, ``model_hash``
+    of ``hpcrl_core.provenance.model_tags``, plus e.g. ``prefect_flow_run_id``). Sets no alias.
 
     Args:
         model_dir: a saved Hugging Face model or LoRA adapter folder.
-        report: the evaluation report (``read_eval_report``).
-        data_hash: the data hash (``data_hash``).
+        metrics: the report's flat metrics (``hpcrl_core.evaluation.promotion.report_metrics``).
+        report: the evaluation report, logged as it is.
         name: the registered model; created when missing.
-        tags: extra tags for run and version (e.g. ``prefect_flow_run_id``).
+        tags: tags for run and version.
         tracking_uri: the store; default ``MLFLOW_TRACKING_URI`` or the local SQLite store.
 
     Raises:
-        ConfigError: ``model_dir`` holds no saved model (checked before anything is logged).
+        ConfigError: ``model_dir`` is not a folder (checked before anything is logged).
         TrackingInfraError: the store failed.
     """
-    kind = check_model_dir(model_dir)
-    metrics = report_metrics(report)
+    if not model_dir.is_dir():
+        raise ConfigError(f"model_dir: {model_dir} does not exist; pass a saved Hugging Face model or LoRA adapter "
+                          "folder (--model checkpoints/rl_dgemm/final)")
     uri = _resolve_uri(tracking_uri)
-    version_tags = {"git_commit": git_commit(), "data_hash": data_hash, "model_kind": kind,
-                    "model_hash": model_hash(model_dir), **(tags or {})}
+    version_tags = {"git_commit": git_commit(), **tags}
     params = {"model_dir": str(model_dir), "registered_model": name}
     with _infra_faults(f"registering {model_dir} as {name}", uri), \
             stage_run("register", params=params, tags=version_tags, tracking_uri=uri) as run:
@@ -351,18 +214,7 @@ def register_model_version(model_dir: Path, report: Mapping[str, Any], data_hash
         mv = client.create_model_version(name, mlflow.get_artifact_uri(MODEL_ARTIFACT_PATH),
                                          run_id=run.info.run_id, tags=version_tags)
     return ModelVersionInfo(name=name, version=int(mv.version), run_id=run.info.run_id, source=mv.source,
-                            tags=version_tags, metrics=metrics)
-
-
-def model_hash(model_dir: Path) -> str:
-    """sha256 over a model folder's files (relative path + bytes, sorted): the same weights give the same hash."""
-    h = hashlib.sha256()
-    for path in sorted(p for p in model_dir.rglob("*") if p.is_file()):
-        h.update(str(path.relative_to(model_dir)).encode() + b"\0")
-        with path.open("rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
-    return "sha256:" + h.hexdigest()
+                            tags=version_tags, metrics=dict(metrics))
 
 
 def find_version(name: str, tag: str, value: str, tracking_uri: str | None = None) -> ModelVersionInfo | None:
@@ -425,23 +277,3 @@ def set_alias(name: str, alias: str, version: int, tracking_uri: str | None = No
     uri = _resolve_uri(tracking_uri)
     with _infra_faults(f"setting alias {alias} of {name} to version {version}", uri):
         _client(uri).set_registered_model_alias(name, alias, str(version))
-
-
-def promote_if_better(challenger: ModelVersionInfo, tracking_uri: str | None = None) -> Promotion:
-    """Move the ``champion`` alias to ``challenger`` when it ``beats`` the current champion (or there is none).
-
-    The champion is read just before the decision; two registrations racing each other are not serialised.
-
-    Raises:
-        DataError: either version lacks a metric ``beats`` compares.
-        TrackingInfraError: the store failed.
-    """
-    current = get_alias(challenger.name, CHAMPION, tracking_uri)
-    if current is not None and current.version == challenger.version:
-        return Promotion(promoted=False, champion_version=current.version, previous_champion=current.version)
-    if not beats(challenger.metrics, current.metrics if current else None):
-        assert current is not None  # beats() is True without a champion
-        return Promotion(promoted=False, champion_version=current.version, previous_champion=current.version)
-    set_alias(challenger.name, CHAMPION, challenger.version, tracking_uri)
-    return Promotion(promoted=True, champion_version=challenger.version,
-                     previous_champion=current.version if current else None)

@@ -1,8 +1,8 @@
-"""Prefect tasks of the register stage: each wraps one ``hpcrl_core.tracking`` function.
+"""Prefect tasks of the register flow: each wraps the ``hpcrl_core`` function it is named after.
 
 No Prefect caching (DVC owns skip-if-unchanged). Tasks that talk to the tracking store retry a
 ``TrackingInfraError`` (store unreachable, locked, timed out); a missing or malformed report or model folder
-(``DataError``, ``ConfigError``) is never retried: running again cannot fix it. Retrying ``register-version``
+(``DataError``, ``ConfigError``) is never retried: running again cannot fix it. Retrying ``register_model_version``
 after a failure whose response was lost may leave an extra version or a failed run: harmless, since only the
 flow's aliases mark the versions that matter.
 
@@ -18,35 +18,41 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from hpcrl_core import tracking
-from hpcrl_core.tracking import ModelVersionInfo, Promotion, TrackingInfraError
+from hpcrl_core.config import RegistryParams
+from hpcrl_core.evaluation import promotion
+from hpcrl_core.tracking import ModelVersionInfo, TrackingInfraError
 from tasks.retries import retry_on
 
-
-@task(name="read-eval-report", cache_policy=NO_CACHE)
-def read_report(path: Path) -> dict[str, Any]:
-    return tracking.read_eval_report(path)
+_STORE = {"retries": 2, "retry_delay_seconds": 10, "retry_condition_fn": retry_on(TrackingInfraError),
+          "cache_policy": NO_CACHE}
 
 
-@task(name="register-version", retries=2, retry_delay_seconds=10, retry_condition_fn=retry_on(TrackingInfraError),
-      cache_policy=NO_CACHE)
-def register_version(model_dir: Path, report: dict[str, Any], data_hash: str, name: str,
-                     tags: dict[str, str]) -> ModelVersionInfo:
-    return tracking.register_model_version(model_dir, report, data_hash, name, tags)
+@task(cache_policy=NO_CACHE)
+def read_eval_report(path: Path, policy: RegistryParams) -> dict[str, Any]:
+    return promotion.read_eval_report(path, policy)
 
 
-@task(name="set-alias", retries=2, retry_delay_seconds=10, retry_condition_fn=retry_on(TrackingInfraError),
-      cache_policy=NO_CACHE)
+@task(**_STORE)
+def find_version(name: str, tag: str, value: str) -> ModelVersionInfo | None:
+    return tracking.find_version(name, tag, value)
+
+
+@task(**_STORE)
+def register_model_version(model_dir: Path, metrics: dict[str, float], report: dict[str, Any], name: str,
+                           tags: dict[str, str]) -> ModelVersionInfo:
+    return tracking.register_model_version(model_dir, metrics, report, name, tags)
+
+
+@task(**_STORE)
+def get_alias(name: str, alias: str) -> ModelVersionInfo | None:
+    return tracking.get_alias(name, alias)
+
+
+@task(**_STORE)
 def set_alias(name: str, alias: str, version: int) -> None:
     tracking.set_alias(name, alias, version)
 
 
-@task(name="promote-if-better", retries=2, retry_delay_seconds=10, retry_condition_fn=retry_on(TrackingInfraError),
-      cache_policy=NO_CACHE)
-def promote(challenger: ModelVersionInfo) -> Promotion:
-    return tracking.promote_if_better(challenger)
-
-
-@task(name="get-version", retries=2, retry_delay_seconds=10, retry_condition_fn=retry_on(TrackingInfraError),
-      cache_policy=NO_CACHE)
+@task(**_STORE)
 def get_version(name: str, version: int) -> ModelVersionInfo:
     return tracking.get_version(name, version)

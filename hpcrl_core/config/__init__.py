@@ -6,8 +6,8 @@ the value received and what is allowed, and raises ``ConfigError`` with all of t
 
 Run: ``hpcrl config check [PATH]``.  Test: ``pytest tests/test_config.py``.
 
-The sections live in ``bench.py``, ``prepare.py``, ``model.py`` and ``rl.py``; this module joins them into
-``Params`` and re-exports them, so callers import from ``hpcrl_core.config``.
+The sections live in ``bench.py``, ``prepare.py``, ``model.py``, ``rl.py`` and ``registry.py``; this module joins
+them into ``Params`` and re-exports them, so callers import from ``hpcrl_core.config``.
 """
 
 from __future__ import annotations
@@ -43,14 +43,15 @@ from hpcrl_core.config.model import (
     TokenizerParams,
 )
 from hpcrl_core.config.prepare import SOURCE_KINDS, DgemmPrepParams, PrepareParams, QAPrepParams, RacePrepParams
+from hpcrl_core.config.registry import RegistryParams
 from hpcrl_core.config.rl import RLDgemmParams, SQDParams
 from hpcrl_core.errors import ConfigError
 
 __all__ = ["BenchParams", "DEFAULT_PARAMS", "DgemmPrepParams", "EvalParams", "ExecutorParams", "HFModelParams",
            "LoraParams", "LrScheduler", "ModelParams", "Params", "PrepareParams", "QAPrepParams",
-           "QWEN2_LINEAR_MODULES", "RLDgemmParams", "RacePrepParams", "ReferenceKind", "RewardMode", "RewardParams",
-           "SFTParams", "SOURCE_KINDS", "SQDParams", "SandboxParams", "Settings", "TimingParams", "TinyModelParams",
-           "TokenizerParams", "VerifyParams", "describe_errors", "load_params", "parse_params"]
+           "QWEN2_LINEAR_MODULES", "RLDgemmParams", "RacePrepParams", "ReferenceKind", "RegistryParams", "RewardMode",
+           "RewardParams", "SFTParams", "SOURCE_KINDS", "SQDParams", "SandboxParams", "Settings", "TimingParams",
+           "TinyModelParams", "TokenizerParams", "VerifyParams", "describe_errors", "load_params", "parse_params"]
 
 DEFAULT_PARAMS = Path("params.yaml")
 
@@ -63,6 +64,7 @@ class Params(Section):
     sft: SFTParams = SFTParams()
     evaluate: EvalParams = EvalParams()
     rl_dgemm: RLDgemmParams = RLDgemmParams()
+    registry: RegistryParams = RegistryParams()
 
 
 class Settings(BaseSettings):

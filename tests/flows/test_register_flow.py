@@ -15,6 +15,7 @@ import pytest
 from hpcrl_core.errors import ConfigError, DataError
 
 pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -33,6 +34,7 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "data" / "dgemm").mkdir(parents=True)
     (tmp_path / "data" / "dgemm" / "train.jsonl").write_text('{"prompt": "dgemm"}\n')
+    (tmp_path / "params.yaml").write_text((ROOT / "params.yaml").read_text())  # the shipped promotion policy
     return uri
 
 
@@ -71,12 +73,17 @@ def test_register_keeps_the_better_model_as_champion(tmp_path: Path, store: str,
     assert int(client.get_model_version_by_alias("hpcrl-dgemm", "champion").version) == 3
     assert int(client.get_model_version_by_alias("hpcrl-dgemm", "challenger").version) == 3
     assert client.get_model_version("hpcrl-dgemm", "1").aliases == []
-    for v in ("1", "2", "3"):
+    # a stricter policy in params.yaml: faster, but the verified rate fell 0.04, more than a slack of 0.01
+    (tmp_path / "strict.yaml").write_text("registry:\n  verified_slack: 0.01\n")
+    strict = register(model(tmp_path / "m4"), report(tmp_path / "r4.json", 13.0, 0.72), "data",
+                      params_path=str(tmp_path / "strict.yaml"))
+    assert strict["version"] == 4 and not strict["promoted"] and strict["champion_version"] == 3
+    for v in ("1", "2", "3", "4"):
         version = client.get_model_version("hpcrl-dgemm", v)
         assert version.tags["data_hash"].startswith("sha256:") and version.tags["git_commit"]
         assert version.tags["prefect_flow_run_id"]
         run = client.get_run(version.run_id)
-        assert run.data.metrics["rl.gflops_median"] == {"1": 10.0, "2": 8.0, "3": 12.0}[v]
+        assert run.data.metrics["rl.gflops_median"] == {"1": 10.0, "2": 8.0, "3": 12.0, "4": 13.0}[v]
         assert "rl.winrate_vs_sft" in run.data.metrics and run.data.tags["git_commit"] == version.tags["git_commit"]
         files = {a.path for a in client.list_artifacts(version.run_id, "model")}
         assert {"model/config.json", "model/model.safetensors", "model/tokenizer_config.json"} <= files

@@ -80,8 +80,8 @@ def fake_register(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, str]]:
     calls: list[dict[str, str]] = []
 
     @flow(name="register")
-    def register(model_dir: str, report: str, data_dir: str) -> dict:
-        calls.append({"model_dir": model_dir, "report": report, "data_dir": data_dir})
+    def register(model_dir: str, report: str, data_dir: str, params_path: str) -> dict:
+        calls.append({"model_dir": model_dir, "report": report, "data_dir": data_dir, "params_path": params_path})
         return {"name": "hpcrl-dgemm", "version": "7", "aliases": ["challenger"], "promoted": False,
                 "champion_version": "5"}
 
@@ -126,6 +126,7 @@ def test_pipeline_runs_skips_reruns_and_stops_at_a_failing_stage(tmp_path: Path,
     assert "noise 0\n" not in str(err)  # a tail, not the whole output
     assert (repo / "attempts.log").read_text().count("attempt") == 1  # a deterministic failure is not retried
     assert len(fake_register) == 1 and fake_register[0]["model_dir"] == str(repo / "checkpoints/rl_dgemm/final")
+    assert fake_register[0]["params_path"] == str(repo / "params.yaml")  # the policy of the repository it ran
     assert first["register"]["version"] == "7" and again["register"] is None
     table = format_summary(first)
     assert "version 7" in table and "challenger" in table and "reports/eval_dgemm.json: missing" in table
