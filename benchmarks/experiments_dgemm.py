@@ -32,7 +32,8 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.doc_sections import write_section  # noqa: E402
 from hpcrl_core.config import Params, Settings, load_params  # noqa: E402
-from hpcrl_core.evaluation.dgemm_eval import evaluate_dgemm, write_json  # noqa: E402
+from hpcrl_core.evaluation.dgemm import evaluate_dgemm  # noqa: E402
+from hpcrl_core.evaluation.report import samples_path_for, write_report, write_samples  # noqa: E402
 from hpcrl_core.training.rl import run_rl  # noqa: E402
 
 DOC = ROOT / "docs" / "experiments.md"
@@ -89,8 +90,8 @@ def one_run(params: Params, variant: str, seed: int, out: Path, data: Path, sft:
                                   progress=print)
     report["meta"]["rl_run"] = {k: v for k, v in trained.items() if isinstance(v, int | float | str)}
     report["meta"]["settings"] = settings
-    write_json(rows, folder / "eval_dgemm_samples.json")
-    write_json(report, report_path)
+    write_samples(rows, samples_path_for(report_path))
+    write_report(report, report_path)
     return report
 
 
@@ -174,7 +175,7 @@ def main() -> int:
              *per_run(results, a.seeds)]
     print("\n".join(lines))
     if not a.no_write:
-        write_json(results, out / "results.json")
+        write_report(results, out / "results.json")
         write_section(DOC, "experiments_dgemm", "\n".join(lines), "## Results", "# Experiments")
     return 0
 

@@ -13,18 +13,19 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from hpcrl_core.config import Params, Settings
-from hpcrl_core.evaluation.dgemm_eval import evaluate_dgemm, write_json
+from hpcrl_core.evaluation.dgemm import evaluate_dgemm, rows_by_model
 from hpcrl_core.evaluation.plots import plot_gflops_distributions, plot_training_curves
+from hpcrl_core.evaluation.report import samples_path_for, write_report, write_samples
 
 
 @task(name="evaluate-dgemm", cache_policy=NO_CACHE)
 def evaluate_models(models: dict[str, Path], data_dir: Path, params: Params, report: Path) -> dict[str, Any]:
-    """Evaluate, write ``report`` and ``<report>_samples.json``, and plot the GFLOPS distributions next to it."""
+    """Evaluate, write ``report`` and ``<report>_samples.jsonl``, and plot the GFLOPS distributions next to it."""
     logger = get_run_logger()
     result, rows = evaluate_dgemm(models, data_dir, params, Settings(), progress=logger.info)
-    write_json(result, report)
-    write_json(rows, report.with_name(report.stem + "_samples.json"))
-    plot_gflops_distributions(rows, report.with_name(report.stem + "_gflops.png"))
+    write_report(result, report)
+    write_samples(rows, samples_path_for(report))
+    plot_gflops_distributions(rows_by_model(rows), report.with_name(report.stem + "_gflops.png"))
     return result
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from benchmarks.experiments_dgemm import meets_target, one_run, per_run, run_settings, settings_differences, table
 from hpcrl_core.config import parse_params
-from hpcrl_core.evaluation.dgemm_eval import write_json
+from hpcrl_core.evaluation.report import write_report
 
 
 def _report(sft_verified: float, sft_median: float, rl_verified: float, rl_median: float) -> dict[str, Any]:
@@ -45,7 +45,7 @@ def test_a_finished_run_is_reused_only_with_the_same_settings(tmp_path: Path) ->
     report = _report(0.8, 2.0, 0.9, 5.0)
     report["meta"]["settings"] = run_settings(params.model_copy(update={"rl_dgemm": params.rl_dgemm.model_copy(
         update={"seed": 1})}), data, sft)
-    write_json(report, tmp_path / "out" / "sqd-s1" / "eval_dgemm.json")
+    write_report(report, tmp_path / "out" / "sqd-s1" / "eval_dgemm.json")
     assert one_run(params, "sqd", 1, tmp_path / "out", data, sft, None) == report  # nothing retrained
     changed = parse_params({"rl_dgemm": {"beta": 0.1, "sqd": {"replay": 0.25}}})
     with pytest.raises(SystemExit) as err:

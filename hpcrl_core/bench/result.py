@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -71,6 +72,11 @@ class BenchResult:
     @property
     def ok(self) -> bool:
         return self.status is Status.OK
+
+    def respects(self, permitted: Iterable[str]) -> bool:
+        """Whether every technique detected in the kernel is in ``permitted`` (rewards, RL and evaluation all use
+        this one rule)."""
+        return set(self.techniques) <= {str(t) for t in permitted}
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)

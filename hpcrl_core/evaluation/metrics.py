@@ -1,5 +1,5 @@
-"""Task metrics: data-race F1, MLPerf exact match / tiered score, and WinRate (the measures of the HARGO paper; the
-HARGO trainer itself is not built yet).
+"""Task metrics: data-race F1 and verdict parsing, MLPerf exact match / tiered score, and WinRate (the measures of
+the HARGO paper).
 
 Plain functions over predictions and references; the evaluation runner turns their dicts into ``reports/*.json``
 (DVC metrics). PLP similarity needs a sentence encoder and lives in ``embeddings.py``.
@@ -11,11 +11,108 @@ Test: ``pytest tests/evaluation/test_metrics.py``.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hpcrl_core.data.qa.mlperf import exact_match, tiered_score
 from hpcrl_core.data.schema import Record
+from hpcrl_core.errors import DataError
+
+# --- MLPerf tiered score -----------------------------------------------------------------------------------------
+
+# A token is a run of letters, digits, "+" or "#" (so C++, C# and DeepLabv3+ survive), plus any ".digits" suffixes
+# (so 0.908, v1.5 and 3.1 keep their decimal point). Everything else separates tokens.
+_TOKEN = re.compile(r"(?:[^\W_]|[+#])+(?:\.\d+)*")
+
+_STOPWORDS = frozenset(["a", "an", "the", "of", "and", "or", "in", "on", "for", "to", "with", "by", "at", "as", "from",
+                        "is", "are", "was", "were", "be", "it", "its", "this", "that"])
+
+
+def normalize_tokens(text: str) -> list[str]:
+    """The tokens the score compares: NFKC, case-folded, punctuation and whitespace dropped."""
+    return _TOKEN.findall(unicodedata.normalize("NFKC", text).casefold())
+
+
+def _compact(text: str) -> str:
+    return "".join(normalize_tokens(text))
+
+
+def _contains_phrase(tokens: list[str], target: str) -> bool:
+    """Whether a contiguous run of whole tokens concatenates to ``target`` (a compact form)."""
+    for start in range(len(tokens)):
+        joined = ""
+        for tok in tokens[start:]:
+            joined += tok
+            if joined == target:
+                return True
+            if not target.startswith(joined):
+                break
+    return False
+
+
+def _reference_fields(reference: Record | Mapping[str, Any]) -> tuple[str, list[str], list[str]]:
+    if isinstance(reference, Record):
+        answer, fields = reference.answer, dict(reference.metadata)
+    else:
+        if not isinstance(reference.get("answer"), str):
+            raise DataError(f"tiered_score: reference lacks a string 'answer' (received keys {sorted(reference)})")
+        answer = reference["answer"]
+        fields = {**(reference.get("metadata") or {}), **{k: reference[k] for k in ("aliases", "partial")
+                                                           if k in reference}}
+    return answer, list(fields.get("aliases") or []), list(fields.get("partial") or [])
+
+
+def tiered_score(prediction: str, reference: Record | Mapping[str, Any]) -> float:
+    """HPC-GPT's tiered MLPerf score (1 / 0.5 / 0.2 / 0.1 / 0), with this project's precise rule.
+
+    HPC-GPT states the tiers without a formal rule; hpcrl defines them as follows. Texts are compared as tokens
+    (``normalize_tokens``): NFKC, case-folded; a token is a run of letters, digits, ``+`` or ``#`` with optional
+    ``.digits`` suffixes, so case, whitespace and punctuation do not matter but decimal points do ("0.908" is not
+    "908"). The *compact form* of a text is its tokens joined without separators. The references are the answer and
+    its aliases; the first tier that holds wins:
+
+    - **1.0 exact**: the prediction's compact form equals a reference's ("resnet 50 v1.5." = "ResNet-50 v1.5").
+    - **0.5 contained or partial**: a run of whole prediction tokens concatenates to a reference's compact form (the
+      reference appears as a phrase on word boundaries: "It is ResNet-50 v1.5" yes, "ResNet-500" no), or the
+      prediction's compact form equals a ``partial`` entry's.
+    - **0.2 key tokens**: for some reference with content tokens C (its distinct tokens minus a few stopwords such as
+      "the", "of", "and"), the prediction contains at least half of C as whole tokens (2·shared >= |C|, shared >= 1).
+    - **0.1 one token**: the prediction contains at least one content token of some reference.
+    - **0.0** otherwise, and for a prediction without any token.
+
+    Known limitation: a hedge that lists several candidates can reach 0.5 by containment; rewards that care should
+    penalise length separately.
+
+    Args:
+        prediction: the model's answer.
+        reference: an ``mlperf`` Record, or a mapping with ``answer`` and ``aliases``/``partial`` at the top level or
+            under ``metadata`` (the columns a reward function receives).
+    """
+    answer, aliases, partial = _reference_fields(reference)
+    tokens = normalize_tokens(prediction)
+    if not tokens:
+        return 0.0
+    compact = "".join(tokens)
+    refs = [c for c in (_compact(r) for r in [answer, *aliases]) if c]
+    if compact in refs:
+        return 1.0
+    if any(_contains_phrase(tokens, r) for r in refs) or compact in {_compact(p) for p in partial}:
+        return 0.5
+    predicted = set(tokens)
+    shares = []
+    for ref in [answer, *aliases]:
+        content = set(normalize_tokens(ref)) - _STOPWORDS
+        if content:
+            shares.append((len(content & predicted), len(content)))
+    if any(shared and 2 * shared >= size for shared, size in shares):
+        return 0.2
+    return 0.1 if any(shared for shared, _ in shares) else 0.0
+
+
+def exact_match(prediction: str, reference: Record | Mapping[str, Any]) -> bool:
+    """Whether the prediction is the answer or an alias, up to case, whitespace and punctuation (the 1.0 tier)."""
+    return tiered_score(prediction, reference) == 1.0
+
 
 # --- reading a yes/no verdict ----------------------------------------------------------------------------------
 
@@ -133,7 +230,7 @@ def _ratio(num: float, den: float) -> float:
 def mlperf_scores(predictions: Sequence[str], records: Sequence[Record | Mapping[str, Any]]) -> dict[str, float]:
     """Exact-match rate and mean tiered score (1 / 0.5 / 0.2 / 0.1 / 0) of MLPerf answers.
 
-    Both use ``hpcrl_core.data.qa.mlperf.tiered_score`` (exact match is its 1.0 tier), which documents the rule.
+    Both use ``tiered_score`` (exact match is its 1.0 tier), which documents the rule.
 
     Args:
         predictions: the model's answers, one per record.

@@ -5,7 +5,7 @@
 - ``plot_training_curves``: reward and GFLOPS of the verified completions over RL steps, from the trainer's log
   history (``reward/gflops_median``, ``reward/gflops_max``, ``reward`` as TRL logs them).
 
-Test: ``pytest tests/evaluation/test_dgemm_eval.py`` (both plots, with and without a log history).
+Test: ``pytest tests/evaluation/test_dgemm.py`` (both plots, with and without a log history).
 """
 
 from __future__ import annotations

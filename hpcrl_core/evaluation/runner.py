@@ -5,17 +5,17 @@
 - ``dgemm``: the first ``evaluate.max_problems`` problems of ``data/dgemm/problems_eval.jsonl``, k =
   ``evaluate.samples_per_problem`` kernels each (sampled at ``evaluate.temperature``), benchmarked by the engine at
   ``evaluate.bench_n`` with ``bench.short_timing``, so GFLOPS are a rough comparison, not a
-  measurement at each problem's own n. See ``dgemm_metrics`` for the rates.
+  measurement at each problem's own n: the one DGEMM evaluation of ``dgemm.py`` (rates: ``dgemm_metrics``).
 - ``race`` (race_c + race_fortran pooled), ``mlperf``, ``plp``: greedy answers to the first
   ``evaluate.max_items_per_family`` items of ``data/<family>/eval.jsonl``, scored by ``metrics.py`` and
   ``embeddings.py``. A family whose eval file is missing or empty is ``null``, with a note in ``meta.notes``.
 
-``write_report`` writes it atomically as JSON (``reports/sft.json``, a DVC metrics file). With ``samples_path``
-every evaluated item is also written, one JSON object per line (``reports/sft_samples.jsonl``), so a failure can be
-read without generating again: ``family``, ``id`` and, for DGEMM, ``sample``, ``permitted``, ``status``, ``detail``
-(the compiler's or checker's message), ``techniques``, ``respects``, ``gflops`` and the ``completion``; for the task
-families the ``prediction``, the ``gold`` answer and its score (``parsed`` and ``correct`` for race, ``exact`` and
-``score`` for MLPerf, ``similarity`` for PLP).
+``report.write_report`` writes it atomically as JSON (``reports/sft.json``, a DVC metrics file). With
+``samples_path`` every evaluated item is also written, one JSON object per line (``reports/sft_samples.jsonl``), so a
+failure can be read without generating again: DGEMM rows in the schema of ``dgemm.dgemm_rows`` (the same rows as
+``reports/eval_dgemm_samples.jsonl``); for the task families ``family``, ``id``, the ``prediction``, the ``gold``
+answer and its score (``parsed`` and ``correct`` for race, ``exact`` and ``score`` for MLPerf, ``similarity`` for
+PLP).
 
 Run: ``.venv/bin/python -m hpcrl_core.evaluation.runner [MODEL_DIR] [DATA_DIR] [REPORT] [PARAMS]``
 (defaults ``checkpoints/sft/final data reports/sft.json params.yaml``).
@@ -25,83 +25,41 @@ Test: ``pytest tests/evaluation/test_runner.py``.
 from __future__ import annotations
 
 import json
-import statistics
 import sys
 import time
-from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from transformers import PreTrainedTokenizerBase
 
-from hpcrl_core.bench.executor import local_executor
-from hpcrl_core.bench.result import BenchResult, Status
 from hpcrl_core.config import Params, Settings, load_params
-from hpcrl_core.data.qa.mlperf import exact_match, tiered_score
 from hpcrl_core.data.schema import Record, read_jsonl
+from hpcrl_core.evaluation.dgemm import (
+    bench_note,
+    benchmark_groups,
+    dgemm_rows,
+    evaluation_executor,
+    grouped_metrics,
+    permitted_sets,
+    sample_kernels,
+)
 from hpcrl_core.evaluation.embeddings import plp_similarity
 from hpcrl_core.evaluation.generate import generate
-from hpcrl_core.evaluation.metrics import gold_race_label, mlperf_scores, parse_race_answer, race_f1
-from hpcrl_core.files import write_text_atomic
+from hpcrl_core.evaluation.metrics import (
+    exact_match,
+    gold_race_label,
+    mlperf_scores,
+    parse_race_answer,
+    race_f1,
+    tiered_score,
+)
+from hpcrl_core.evaluation.report import samples_path_for, write_report, write_samples
 from hpcrl_core.models.saved import load_saved_policy
 
 Progress = Callable[[str], None]
 Rows = list[dict[str, Any]]
-NOT_COMPILED = frozenset({Status.FORMAT_VIOLATION, Status.COMPILE_ERROR})
 RACE_FAMILIES = ("race_c", "race_fortran")
-
-
-def _rate(num: float, den: float) -> float:
-    return num / den if den else 0.0
-
-
-def respects(result: BenchResult, permitted: Iterable[str]) -> bool:
-    """Whether every technique the engine detected in ``result`` is in ``permitted``."""
-    return set(result.techniques) <= {str(t) for t in permitted}
-
-
-def dgemm_metrics(results: Sequence[BenchResult], permitted: Sequence[Iterable[str]]) -> dict[str, Any]:
-    """Rates and GFLOPS of benchmarked DGEMM samples.
-
-    Definitions (every rate in [0, 1], 0.0 when its denominator is 0):
-
-    - ``compile_rate``: share of samples that reached the run step, i.e. status neither ``format_violation`` nor
-      ``compile_error`` (a kernel that compiled but timed out, crashed or was wrong counts as compiled).
-    - ``verified_rate``: share of samples with status ``ok`` (correct at every checked size).
-    - ``respect_rate``: share of *verified* kernels whose detected techniques are all permitted by their problem.
-    - ``ok_respect_rate``: share of *all* samples that are verified and respect the problem.
-    - ``gflops_mean/median/max``: over verified kernels; 0.0 when none verified.
-
-    Args:
-        results: one benchmark result per sample.
-        permitted: the permitted technique names of each sample's problem, aligned with ``results``.
-
-    Returns:
-        The rates, GFLOPS, ``samples``, ``verified``, ``respecting`` and ``status_counts`` (every status, summing
-        to ``samples``).
-
-    Raises:
-        ValueError: the two sequences differ in length.
-    """
-    if len(results) != len(permitted):
-        raise ValueError(f"dgemm_metrics: {len(results)} results but {len(permitted)} permitted sets; pass one per "
-                         "sample (repeat a problem's set k times)")
-    counts = Counter(r.status for r in results)
-    ok = [(r, allowed) for r, allowed in zip(results, permitted, strict=True) if r.ok]
-    respecting = sum(1 for r, allowed in ok if respects(r, allowed))
-    gflops = [r.gflops for r, _ in ok if r.gflops is not None]
-    n = len(results)
-    return {
-        "samples": n, "verified": len(ok), "respecting": respecting,
-        "compile_rate": _rate(n - sum(counts[s] for s in NOT_COMPILED), n),
-        "verified_rate": _rate(len(ok), n), "respect_rate": _rate(respecting, len(ok)),
-        "ok_respect_rate": _rate(respecting, n),
-        "gflops_mean": statistics.fmean(gflops) if gflops else 0.0,
-        "gflops_median": statistics.median(gflops) if gflops else 0.0,
-        "gflops_max": max(gflops) if gflops else 0.0,
-        "status_counts": {s.value: counts[s] for s in Status},
-    }
 
 
 def load_model(model_dir: Path) -> tuple[Any, PreTrainedTokenizerBase]:
@@ -133,26 +91,17 @@ def _ticker(progress: Progress | None, label: str) -> Callable[[int, int], None]
 
 
 def _eval_dgemm(model: Any, tokenizer: PreTrainedTokenizerBase, data_dir: Path, params: Params, settings: Settings,
-                notes: dict[str, str], progress: Progress | None, rows: Rows) -> dict[str, Any] | None:
+                notes: dict[str, str], progress: Progress | None, rows: Rows, name: str) -> dict[str, Any] | None:
     ep = params.evaluate
     problems = _eval_items(data_dir, "dgemm", "problems_eval.jsonl", ep.max_problems, notes)
     if not problems:
         return None
-    samples = generate(model, tokenizer, [r.prompt for r in problems], temperature=ep.temperature,
-                       max_new_tokens=ep.dgemm_max_new_tokens, num_return_sequences=ep.samples_per_problem,
-                       batch_size=ep.batch_size, seed=ep.seed, progress=_ticker(progress, "dgemm: sampled problems"))
-    completions = [text for group in samples for text in group]
-    permitted = [r.metadata.get("permitted") or [] for r in problems for _ in range(ep.samples_per_problem)]
-    with local_executor(params.bench.for_many(ep.bench_n), settings) as ex:
-        results = ex.map(completions, n=ep.bench_n, progress=_ticker(progress, "dgemm: benchmarked kernels"))
-    k = ep.samples_per_problem
-    for i, (text, res, allowed) in enumerate(zip(completions, results, permitted, strict=True)):
-        rows.append({"family": "dgemm", "id": problems[i // k].id, "sample": i % k, "permitted": sorted(allowed),
-                     "status": res.status.value, "detail": res.detail, "techniques": list(res.techniques),
-                     "respects": respects(res, allowed) if res.ok else None,
-                     "gflops": res.gflops, "completion": text})
-    return {**dgemm_metrics(results, permitted), "problems": len(problems), "k": ep.samples_per_problem,
-            "bench_n": ep.bench_n, "temperature": ep.temperature}
+    samples = sample_kernels(model, tokenizer, problems, params, progress)
+    with evaluation_executor(params, settings) as ex:
+        results = benchmark_groups(ex, samples, ep.bench_n, progress)
+    rows.extend(dgemm_rows(name, problems, results, samples))
+    return {**grouped_metrics(results, permitted_sets(problems)), "problems": len(problems),
+            "k": ep.samples_per_problem, "bench_n": ep.bench_n, "temperature": ep.temperature}
 
 
 def _greedy(model: Any, tokenizer: PreTrainedTokenizerBase, records: Sequence[Record], params: Params,
@@ -199,7 +148,8 @@ def _eval_qa(family: str, model: Any, tokenizer: PreTrainedTokenizerBase, data_d
 
 
 def evaluate_policy(model_dir: Path, data_dir: Path, params: Params, settings: Settings,
-                    progress: Progress | None = None, samples_path: Path | None = None) -> dict[str, Any]:
+                    progress: Progress | None = None, samples_path: Path | None = None,
+                    name: str = "sft") -> dict[str, Any]:
     """Evaluate the model saved in ``model_dir`` on the held-out data under ``data_dir`` (see the module docstring).
 
     Args:
@@ -209,6 +159,7 @@ def evaluate_policy(model_dir: Path, data_dir: Path, params: Params, settings: S
         settings: cache and scratch folders of the benchmark engine.
         progress: called with a line of text as sampling and benchmarking advance.
         samples_path: where to write every evaluated item as JSON lines (see the module docstring); None: not kept.
+        name: the model's name in the sample rows.
 
     Returns:
         ``{"dgemm": {...} | None, "race": {...} | None, "mlperf": {...} | None, "plp": {...} | None,
@@ -223,7 +174,7 @@ def evaluate_policy(model_dir: Path, data_dir: Path, params: Params, settings: S
     report: dict[str, Any] = {}
     rows: Rows = []
     t0 = time.monotonic()
-    report["dgemm"] = _eval_dgemm(model, tokenizer, data_dir, params, settings, notes, progress, rows)
+    report["dgemm"] = _eval_dgemm(model, tokenizer, data_dir, params, settings, notes, progress, rows, name)
     seconds["dgemm"] = time.monotonic() - t0
     for family in ("race", "mlperf", "plp"):
         t0 = time.monotonic()
@@ -231,26 +182,11 @@ def evaluate_policy(model_dir: Path, data_dir: Path, params: Params, settings: S
         seconds[family] = time.monotonic() - t0
     ep = params.evaluate
     report["meta"] = {"model_dir": str(model_dir), "bench_n": ep.bench_n, "k": ep.samples_per_problem,
-                      "bench_note": f"kernels benchmarked at n={ep.bench_n} with short timing, not at each "
-                                    f"problem's n: GFLOPS compare models, they do not measure the kernels",
+                      "bench_note": bench_note(params),
                       "seconds": {k: round(v, 3) for k, v in seconds.items()}, "notes": notes}
     if samples_path is not None:
-        write_text_atomic(samples_path, "".join(json.dumps(row, allow_nan=False) + "\n" for row in rows))
+        write_samples(rows, samples_path)
     return report
-
-
-def write_report(report: dict[str, Any], path: Path) -> None:
-    """Write the report as JSON atomically (temp file + rename), creating the folder.
-
-    Raises:
-        ValueError: the report holds NaN or infinity (not valid JSON).
-    """
-    write_text_atomic(path, json.dumps(report, indent=2, allow_nan=False) + "\n")
-
-
-def samples_path_for(report: Path) -> Path:
-    """Where the per-item samples of ``report`` go: ``reports/sft.json`` -> ``reports/sft_samples.jsonl``."""
-    return report.with_name(report.stem + "_samples.jsonl")
 
 
 def main(argv: list[str]) -> None:

@@ -97,7 +97,7 @@ def permitted_sets(permitted: Sequence[Any] | None, count: int) -> list[frozense
 
 def violates(result: BenchResult, permitted: Iterable[str]) -> bool:
     """Whether the kernel uses a technique (detected by the engine's screen) that is not permitted."""
-    return not set(result.techniques) <= set(permitted)
+    return not result.respects(permitted)
 
 
 @dataclass(frozen=True)

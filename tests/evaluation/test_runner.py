@@ -19,8 +19,10 @@ from hpcrl_core.config import Params, Settings, parse_params
 from hpcrl_core.data.dgemm.problems import make_problems, problem_record
 from hpcrl_core.data.schema import Record, assistant, messages, write_jsonl
 from hpcrl_core.errors import ConfigError
+from hpcrl_core.evaluation.dgemm import dgemm_metrics
 from hpcrl_core.evaluation.generate import generate
-from hpcrl_core.evaluation.runner import dgemm_metrics, evaluate_policy, load_model, write_report
+from hpcrl_core.evaluation.report import write_report
+from hpcrl_core.evaluation.runner import evaluate_policy, load_model
 from hpcrl_core.models.build import load_policy
 from tests.conftest import FAST_BENCH
 from tests.training.test_sft import make_data, make_params
@@ -147,6 +149,8 @@ def test_a_correct_plain_kernel_is_verified_and_respects_every_problem(
         return [[NAIVE] * kw.get("num_return_sequences", 1) for _ in prompts]
 
     monkeypatch.setattr("hpcrl_core.evaluation.runner.generate", fake_generate)
+
+    monkeypatch.setattr("hpcrl_core.evaluation.dgemm.generate", fake_generate)  # DGEMM sampling
     samples = tmp_path / "reports" / "sft_samples.jsonl"
     report = evaluate_policy(workspace[1], workspace[0], _eval_params(), bench_dirs, samples_path=samples)
     d = report["dgemm"]
@@ -175,6 +179,8 @@ def test_samples_record_why_a_kernel_failed_and_which_race_answers_were_wrong(
         return [["yes: two threads write the same element."] for _ in prompts]
 
     monkeypatch.setattr("hpcrl_core.evaluation.runner.generate", fake_generate)
+
+    monkeypatch.setattr("hpcrl_core.evaluation.dgemm.generate", fake_generate)  # DGEMM sampling
     samples = tmp_path / "sft_samples.jsonl"
     report = evaluate_policy(workspace[1], workspace[0], _eval_params(), bench_dirs, samples_path=samples)
     rows = [json.loads(line) for line in samples.read_text().splitlines()]

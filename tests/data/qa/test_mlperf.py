@@ -15,14 +15,13 @@ from hpcrl_core.data.qa.mlperf import (
     MLPERF_FACTS,
     MLPERF_TOPICS,
     SYSTEM,
-    exact_match,
     generate_mlperf_items,
     load_hpcgpt_mlperf,
     load_mlperf_facts,
-    tiered_score,
 )
 from hpcrl_core.data.schema import Record, read_jsonl, write_jsonl
 from hpcrl_core.errors import ConfigError, DataError
+from hpcrl_core.evaluation.metrics import exact_match, tiered_score
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SMALL = FIXTURES / "mlperf_facts_small.json"

@@ -2,7 +2,7 @@
 rows, and the plots. Generation is replaced by fixed kernels (one model writes the naive kernel, the other a
 faster i-k-j one, or a broken one), so the outcome is known; benchmarking is real (gcc, sandbox, small n).
 
-Run: ``.venv/bin/python -m pytest tests/evaluation/test_dgemm_eval.py -q``.
+Run: ``.venv/bin/python -m pytest tests/evaluation/test_dgemm.py -q``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 
 from hpcrl_core.bench.result import BenchResult, Status
 from hpcrl_core.config import Settings
-from hpcrl_core.evaluation.dgemm_eval import evaluate_dgemm, model_block, problem_medians
+from hpcrl_core.evaluation.dgemm import evaluate_dgemm, model_block, problem_medians, rows_by_model
 from hpcrl_core.evaluation.plots import plot_gflops_distributions, plot_training_curves
 from tests.evaluation.test_runner import NAIVE, K, _eval_params, workspace  # noqa: F401  (fixture)
 
@@ -49,7 +49,7 @@ def test_two_models_compared_on_the_held_out_problems(workspace: tuple[Path, Pat
 
     for name in kernels:
         (tmp_path / name).mkdir()
-    monkeypatch.setattr("hpcrl_core.evaluation.dgemm_eval.sample_kernels", fake_sample)
+    monkeypatch.setattr("hpcrl_core.evaluation.dgemm.sample_model", fake_sample)
     params = _eval_params(bench_n=128)
     report, rows = evaluate_dgemm({n: tmp_path / n for n in kernels}, data_dir, params, bench_dirs)
     sft, rl = report["sft"], report["rl"]
@@ -57,13 +57,16 @@ def test_two_models_compared_on_the_held_out_problems(workspace: tuple[Path, Pat
     assert rl["gflops_median"] > sft["gflops_median"] > 0  # i-k-j streams B's rows; the naive kernel strides
     assert rl["winrate_vs_sft"] == 1.0 and "winrate_vs_sft" not in sft
     assert rl["best_vs_numpy"] > 0 and report["meta"]["numpy_gflops"] > 0 and report["meta"]["problems"] == 2
-    assert len(rows["rl"]) == 2 * K and rows["rl"][0]["status"] == "ok" and "C[i*n+j] += a" in rows["rl"][0]["code"]
+    by_model = rows_by_model(rows)
+    assert len(by_model["rl"]) == 2 * K and by_model["rl"][0]["status"] == "ok"
+    assert "C[i*n+j] += a" in by_model["rl"][0]["completion"] and by_model["rl"][0]["model"] == "rl"
+    assert by_model["sft"][0].keys() == by_model["rl"][0].keys()
 
     kernels["rl"] = "```c\nvoid dgemm(int n) {}\n```"  # the same problems, a model that never verifies
     report, rows = evaluate_dgemm({n: tmp_path / n for n in kernels}, data_dir, params, bench_dirs)
     assert report["rl"]["verified_rate"] == 0.0 and report["rl"]["winrate_vs_sft"] == 0.0
     out = tmp_path / "dist.png"
-    plot_gflops_distributions(rows, out)
+    plot_gflops_distributions(rows_by_model(rows), out)
     assert out.read_bytes()[:8] == PNG and out.stat().st_size > 5000
 
 

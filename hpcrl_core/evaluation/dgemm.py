@@ -1,0 +1,262 @@
+"""The one DGEMM evaluation: sample kernels for held-out problems, benchmark them on this CPU, score them.
+
+Used by the post-SFT report (``runner.py``, one model) and by the comparison of policies (``evaluate_dgemm``:
+SFT and RL, ``reports/eval_dgemm.json``). For each model, k = ``evaluate.samples_per_problem`` kernels per
+problem of ``data/dgemm/problems_eval.jsonl`` (first ``evaluate.max_problems``), sampled at
+``evaluate.temperature``, benchmarked at ``evaluate.bench_n`` with ``bench.short_timing`` on 1-core slots, so
+GFLOPS compare models; they do not measure each problem's own n.
+
+- ``dgemm_metrics``: compile / verified / respect rates and GFLOPS of verified kernels (definitions there);
+- ``model_block`` (comparison): plus ``gflops_best``, ``best_vs_numpy`` (numpy's DGEMM measured now on one slot
+  at the same n) and ``best_vs_peak`` (the node's 1-core peak; null without a clock);
+- WinRate (``winrate_vs_<baseline>``): per problem, the model with the higher median GFLOPS over its verified
+  kernels wins (a problem without verified kernels scores 0), ties 0.5, averaged over problems;
+- ``dgemm_rows``: one sample row per kernel, the schema every DGEMM report's samples file uses: ``family``
+  ("dgemm"), ``model``, ``id`` (the problem record), ``problem_id``, ``sample``, ``permitted``, ``status``,
+  ``detail`` (the compiler's or checker's message), ``techniques``, ``respects``, ``gflops``, ``completion``.
+
+Run: ``python -m hpcrl_core.evaluation.dgemm NAME=MODEL_DIR... [--data data] [--report PATH]``.
+Test: ``pytest tests/evaluation/test_dgemm.py tests/evaluation/test_runner.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from hpcrl_core.bench.executor import LocalExecutor, local_executor
+from hpcrl_core.bench.reference import measure_numpy
+from hpcrl_core.bench.result import BenchResult, Status
+from hpcrl_core.config import Params, Settings, load_params
+from hpcrl_core.data.schema import Record, read_jsonl
+from hpcrl_core.errors import DataError
+from hpcrl_core.evaluation.generate import generate
+from hpcrl_core.evaluation.metrics import winrate
+from hpcrl_core.evaluation.report import samples_path_for, write_report, write_samples
+from hpcrl_core.models.saved import load_saved_policy
+
+Progress = Callable[[str], None]
+Row = dict[str, Any]
+NOT_COMPILED = frozenset({Status.FORMAT_VIOLATION, Status.COMPILE_ERROR})
+
+
+def _rate(num: float, den: float) -> float:
+    return num / den if den else 0.0
+
+
+def eval_problems(data_dir: Path, limit: int) -> list[Record]:
+    """The first ``limit`` held-out problems.
+
+    Raises:
+        DataError: the problems file is missing or empty.
+    """
+    path = data_dir / "dgemm" / "problems_eval.jsonl"
+    if not path.is_file():
+        raise DataError(f"{path} is missing; run `dvc repro prepare` to create the held-out DGEMM problems")
+    problems = [r for _, r in zip(range(limit), read_jsonl(path), strict=False)]
+    if not problems:
+        raise DataError(f"{path} holds no problems")
+    return problems
+
+
+def permitted_sets(problems: Sequence[Record]) -> list[list[str]]:
+    """Per problem, the names of its permitted techniques."""
+    return [[str(t) for t in r.metadata.get("permitted") or []] for r in problems]
+
+
+def sample_kernels(model: Any, tokenizer: Any, problems: Sequence[Record], params: Params,
+                   progress: Progress | None = None, label: str = "dgemm") -> list[list[str]]:
+    """k sampled completions per problem (``evaluate.samples_per_problem``, at ``evaluate.temperature``)."""
+    ep = params.evaluate
+    tick = (lambda done, total: progress(f"{label}: sampled problems {done}/{total}")) if progress else None
+    return generate(model, tokenizer, [r.prompt for r in problems], temperature=ep.temperature,
+                    max_new_tokens=ep.dgemm_max_new_tokens, num_return_sequences=ep.samples_per_problem,
+                    batch_size=ep.batch_size, seed=ep.seed, progress=tick)
+
+
+def sample_model(model_dir: Path, problems: Sequence[Record], params: Params,
+                 progress: Progress | None = None) -> list[list[str]]:
+    """``sample_kernels`` of the model saved in ``model_dir``."""
+    model, tokenizer = load_saved_policy(model_dir)
+    return sample_kernels(model, tokenizer, problems, params, progress, label=str(model_dir))
+
+
+def evaluation_executor(params: Params, settings: Settings) -> LocalExecutor:
+    """The backend every DGEMM evaluation benchmarks on: ``bench.short_timing`` at ``evaluate.bench_n``, 1-core
+    slots, the node's result cache."""
+    return local_executor(params.bench.for_many(params.evaluate.bench_n), settings, cores_per_slot=1)
+
+
+def benchmark_groups(ex: LocalExecutor, groups: Sequence[Sequence[str]], n: int,
+                     progress: Progress | None = None, label: str = "dgemm") -> list[list[BenchResult]]:
+    """Benchmark per-problem groups of completions; results in the same shape."""
+    tick = (lambda done, total: progress(f"{label}: benchmarked kernels {done}/{total}")) if progress else None
+    flat = ex.map([c for g in groups for c in g], n=n, progress=tick)
+    out, i = [], 0
+    for g in groups:
+        out.append(flat[i:i + len(g)])
+        i += len(g)
+    return out
+
+
+def dgemm_metrics(results: Sequence[BenchResult], permitted: Sequence[Iterable[str]]) -> dict[str, Any]:
+    """Rates and GFLOPS of benchmarked DGEMM samples.
+
+    Definitions (every rate in [0, 1], 0.0 when its denominator is 0):
+
+    - ``compile_rate``: share of samples that reached the run step, i.e. status neither ``format_violation`` nor
+      ``compile_error`` (a kernel that compiled but timed out, crashed or was wrong counts as compiled).
+    - ``verified_rate``: share of samples with status ``ok`` (correct at every checked size).
+    - ``respect_rate``: share of *verified* kernels whose detected techniques are all permitted by their problem.
+    - ``ok_respect_rate``: share of *all* samples that are verified and respect the problem.
+    - ``gflops_mean/median/max``: over verified kernels; 0.0 when none verified.
+
+    Args:
+        results: one benchmark result per sample.
+        permitted: the permitted technique names of each sample's problem, aligned with ``results``.
+
+    Returns:
+        The rates, GFLOPS, ``samples``, ``verified``, ``respecting`` and ``status_counts`` (every status, summing
+        to ``samples``).
+
+    Raises:
+        ValueError: the two sequences differ in length.
+    """
+    if len(results) != len(permitted):
+        raise ValueError(f"dgemm_metrics: {len(results)} results but {len(permitted)} permitted sets; pass one per "
+                         "sample (repeat a problem's set k times)")
+    counts = Counter(r.status for r in results)
+    ok = [(r, allowed) for r, allowed in zip(results, permitted, strict=True) if r.ok]
+    respecting = sum(1 for r, allowed in ok if r.respects(allowed))
+    gflops = [r.gflops for r, _ in ok if r.gflops is not None]
+    n = len(results)
+    return {
+        "samples": n, "verified": len(ok), "respecting": respecting,
+        "compile_rate": _rate(n - sum(counts[s] for s in NOT_COMPILED), n),
+        "verified_rate": _rate(len(ok), n), "respect_rate": _rate(respecting, len(ok)),
+        "ok_respect_rate": _rate(respecting, n),
+        "gflops_mean": statistics.fmean(gflops) if gflops else 0.0,
+        "gflops_median": statistics.median(gflops) if gflops else 0.0,
+        "gflops_max": max(gflops) if gflops else 0.0,
+        "status_counts": {s.value: counts[s] for s in Status},
+    }
+
+
+def grouped_metrics(results: Sequence[Sequence[BenchResult]], permitted: Sequence[Sequence[str]]) -> dict[str, Any]:
+    """``dgemm_metrics`` over per-problem groups (each group's results share its problem's permitted set)."""
+    flat = [r for group in results for r in group]
+    allowed = [p for group, p in zip(results, permitted, strict=True) for _ in group]
+    return dgemm_metrics(flat, allowed)
+
+
+def problem_medians(results: Sequence[Sequence[BenchResult]]) -> list[float]:
+    """Per problem, the median GFLOPS of its verified kernels (0.0 when none verified)."""
+    out = []
+    for group in results:
+        gflops = [float(r.gflops) for r in group if r.ok and r.gflops is not None]
+        out.append(statistics.median(gflops) if gflops else 0.0)
+    return out
+
+
+def model_block(results: Sequence[Sequence[BenchResult]], permitted: Sequence[Sequence[str]],
+                numpy_gflops: float, peak_gflops: float | None) -> dict[str, Any]:
+    """The comparison's block of one model: ``dgemm_metrics`` over all samples plus best-vs-reference ratios.
+
+    Args:
+        results: per problem, its k benchmark results.
+        permitted: per problem, its permitted technique names.
+        numpy_gflops: numpy's DGEMM on one slot at the evaluation size (> 0).
+        peak_gflops: the slot's theoretical peak, or None.
+    """
+    block = grouped_metrics(results, permitted)
+    best = block["gflops_max"]
+    block.update({"gflops_best": best, "best_vs_numpy": best / numpy_gflops if numpy_gflops > 0 else 0.0,
+                  "best_vs_peak": best / peak_gflops if peak_gflops else None})
+    return block
+
+
+def dgemm_rows(model: str, problems: Sequence[Record], results: Sequence[Sequence[BenchResult]],
+               completions: Sequence[Sequence[str]]) -> list[Row]:
+    """One sample row per kernel, in the schema of the module docstring."""
+    rows = []
+    for p, group, texts in zip(problems, results, completions, strict=True):
+        allowed = sorted(str(t) for t in p.metadata.get("permitted") or [])
+        for i, (r, text) in enumerate(zip(group, texts, strict=True)):
+            rows.append({"family": "dgemm", "model": model, "id": p.id, "problem_id": p.metadata.get("problem_id"),
+                         "sample": i, "permitted": allowed, "status": r.status.value, "detail": r.detail,
+                         "techniques": list(r.techniques), "respects": r.respects(allowed) if r.ok else None,
+                         "gflops": r.gflops, "completion": text})
+    return rows
+
+
+def bench_note(params: Params) -> str:
+    n = params.evaluate.bench_n
+    return (f"kernels benchmarked at n={n} with bench.short_timing on one core, not at each problem's n: GFLOPS "
+            "compare models, they do not measure the kernels")
+
+
+def evaluate_dgemm(models: Mapping[str, Path], data_dir: Path, params: Params, settings: Settings,
+                   baseline: str = "sft", progress: Progress | None = None) -> tuple[dict[str, Any], list[Row]]:
+    """Evaluate each named model on the held-out problems; every other model gets ``winrate_vs_<baseline>``.
+
+    Returns:
+        The report ``{name: model_block, ..., "meta": {...}}`` and the sample rows of every model.
+
+    Raises:
+        DataError: no held-out problems. ConfigError: a model folder holds no saved model.
+    """
+    ep = params.evaluate
+    problems = eval_problems(data_dir, ep.max_problems)
+    permitted = permitted_sets(problems)
+    samples = {name: sample_model(path, problems, params, progress) for name, path in models.items()}
+    with evaluation_executor(params, settings) as ex:
+        q, lock_dir = ex.engine.params.timing.quantile, ex.engine.locks.folder
+        numpy_gflops = ex.submit_on_slot(lambda slot: measure_numpy(
+            ep.bench_n, slot, quantile=q, lock_dir=lock_dir)).result().gflops
+        peak = ex.engine.node.peak_gflops(1)
+        results = {name: benchmark_groups(ex, groups, ep.bench_n, progress, name) for name, groups in samples.items()}
+    report: dict[str, Any] = {name: model_block(res, permitted, numpy_gflops, peak) for name, res in results.items()}
+    if baseline in results:
+        base = problem_medians(results[baseline])
+        for name, res in results.items():
+            if name != baseline:
+                report[name][f"winrate_vs_{baseline}"] = winrate(problem_medians(res), base)
+    report["meta"] = {"models": {k: str(v) for k, v in models.items()}, "problems": len(problems),
+                      "k": ep.samples_per_problem, "bench_n": ep.bench_n, "temperature": ep.temperature,
+                      "numpy_gflops": numpy_gflops, "peak_gflops": peak, "bench_note": bench_note(params)}
+    rows = [row for name in models for row in dgemm_rows(name, problems, results[name], samples[name])]
+    return report, rows
+
+
+def rows_by_model(rows: Sequence[Row]) -> dict[str, list[Row]]:
+    """Sample rows grouped by their ``model``, in first-seen order."""
+    out: dict[str, list[Row]] = {}
+    for row in rows:
+        out.setdefault(str(row.get("model")), []).append(row)
+    return out
+
+
+def main(argv: list[str]) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("models", nargs="+", help="NAME=MODEL_DIR, e.g. sft=checkpoints/sft/final")
+    ap.add_argument("--data", default="data")
+    ap.add_argument("--params", default="params.yaml")
+    ap.add_argument("--report", default="reports/eval_dgemm.json")
+    a = ap.parse_args(argv)
+    models = dict(m.split("=", 1) for m in a.models)
+    report, rows = evaluate_dgemm({k: Path(v) for k, v in models.items()}, Path(a.data), load_params(a.params),
+                                  Settings(), progress=print)
+    write_report(report, Path(a.report))
+    write_samples(rows, samples_path_for(Path(a.report)))
+    for name, block in report.items():
+        if name != "meta":
+            print(name, {k: v for k, v in block.items() if k != "status_counts"})
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
