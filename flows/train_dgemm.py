@@ -1,6 +1,8 @@
 """The ``train-dgemm`` pipeline: prepare → sft → rl_dgemm → evaluate_dgemm through ``dvc repro <stage>`` (DVC skips
 stages whose inputs did not change), then the ``register`` flow as a subflow; ends with a summary table (stages
-ran / skipped and their seconds, SFT vs RL verified rate, median / best GFLOPS, WinRate, registered version).
+ran / skipped and their seconds, SFT vs RL on the fixed headline of ``hpcrl_core.evaluation.report``: verified
+and respect rates, median / best GFLOPS, best vs numpy, WinRate; the SFT policy's task scores; the registered
+version).
 
 Run: ``python -m flows.train_dgemm [--stages prepare sft ...] [--no-register] [--repo-root PATH]``; as a
 deployment: ``make serve`` then ``prefect deployment run 'train-dgemm/train-dgemm'`` (docs/orchestration.md).
@@ -21,6 +23,7 @@ import yaml
 from prefect import flow, get_run_logger
 
 from hpcrl_core.errors import ConfigError
+from hpcrl_core.evaluation.report import headline, text_table
 from hpcrl_core.runtime_env import ROOT
 from tasks.pipeline import repro_stage
 
@@ -28,9 +31,6 @@ DEFAULT_STAGES = ("prepare", "sft", "rl_dgemm", "evaluate_dgemm")
 REPORTS = {"sft": "reports/sft.json", "rl": "reports/eval_dgemm.json"}
 # Prefect validates parameters with a pydantic model whose `register` field shadows the ABC method: harmless.
 warnings.filterwarnings("ignore", message='Field name "register"', category=UserWarning)
-# headline rows: label -> names a report's leaf key may carry (the first match wins)
-HEADLINE = {"verified rate": ("verified_rate",), "median GFLOPS": ("gflops_median", "median_gflops"),
-            "best GFLOPS": ("gflops_max", "best_gflops", "max_gflops")}
 
 
 @flow(name="train-dgemm")
@@ -44,7 +44,7 @@ def train_dgemm(stages: tuple[str, ...] = DEFAULT_STAGES, register: bool = True,
 
     Returns:
         ``{"repo_root", "stages": [{stage, status, seconds, ran, skipped}], "register": dict | None,
-        "reports": {"sft": {...}, "rl": {...}}}``.
+        "reports": {"sft": {path, found, report}, "rl": {...}}}``.
     """
     root = Path(repo_root).resolve()
     check_stages(root, stages)
@@ -76,65 +76,27 @@ def _register(root: Path) -> dict[str, Any]:
                     data_dir=str(root / "data"), params_path=str(root / "params.yaml"))
 
 
-def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
-    """Scalar leaves of a JSON report as ``a.b.c -> value`` (``meta`` sections left out)."""
-    if isinstance(node, dict):
-        out: dict[str, Any] = {}
-        for key, value in node.items():
-            if key != "meta":
-                out.update(_flatten(value, f"{prefix}{key}."))
-        return out
-    return {} if isinstance(node, list) else {prefix.rstrip("."): node}
-
-
 def read_reports(root: Path) -> dict[str, dict[str, Any]]:
-    """Each report's path, whether it exists, and its scalar metrics (a missing or unreadable file is noted)."""
+    """Each report's path, whether it exists, and its content (a missing or unreadable file is noted)."""
     out: dict[str, dict[str, Any]] = {}
     for key, rel in REPORTS.items():
         path = root / rel
-        entry: dict[str, Any] = {"path": rel, "found": path.is_file(), "metrics": {}}
+        entry: dict[str, Any] = {"path": rel, "found": path.is_file(), "report": None}
         if entry["found"]:
             try:
-                entry["metrics"] = _flatten(json.loads(path.read_text()))
+                entry["report"] = json.loads(path.read_text())
             except (OSError, ValueError) as exc:
                 entry["error"] = f"unreadable: {exc}"
         out[key] = entry
     return out
 
 
-def _pick(metrics: dict[str, Any], names: tuple[str, ...], want_sft: bool | None) -> Any:
-    """The first leaf named one of ``names``; ``want_sft`` True/False: only paths that do / don't mention sft."""
-    for path, value in metrics.items():
-        parts = path.lower().split(".")
-        if any(n in parts[-1] for n in names) and (want_sft is None or ("sft" in parts[:-1]) == want_sft):
-            return value
-    return None
-
-
-def headline(reports: dict[str, dict[str, Any]]) -> list[tuple[str, Any, Any]]:
-    """Rows (label, SFT, RL): RL from the evaluation report; SFT from its ``sft`` part, else ``reports/sft.json``."""
-    sft, rl = reports["sft"]["metrics"], reports["rl"]["metrics"]
-    rows = []
-    for label, names in {**HEADLINE, "WinRate vs SFT": ("winrate", "win_rate")}.items():
-        sft_value = _pick(rl, names, True)
-        sft_value = _pick(sft, names, None) if sft_value is None and "WinRate" not in label else sft_value
-        rows.append((label, sft_value, _pick(rl, names, False)))
-    return rows
-
-
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "-"
-    return f"{value:.3f}" if isinstance(value, float) else str(value)
-
-
 def format_summary(summary: dict[str, Any]) -> str:
-    """A plain-text table of the run: stages, headline metrics, registration, every report metric."""
+    """A short plain-text table of the run: stages, the fixed headline (``evaluation.report``), registration."""
     lines = [f"train-dgemm in {summary['repo_root']}", f"  {'stage':<18}{'result':<10}{'seconds':>9}"]
     lines += [f"  {s['stage']:<18}{s['status']:<10}{s['seconds']:>9.1f}" for s in summary["stages"]]
     reports = summary["reports"]
-    lines += ["", f"  {'metric':<18}{'SFT':>12}{'RL':>12}"]
-    lines += [f"  {label:<18}{_fmt(a):>12}{_fmt(b):>12}" for label, a, b in headline(reports)]
+    lines += ["", text_table(headline(reports["sft"]["report"], reports["rl"]["report"]))]
     reg = summary["register"]
     if reg is None:
         lines.append("\n  registry: not asked (--no-register)")
@@ -143,11 +105,8 @@ def format_summary(summary: dict[str, Any]) -> str:
                      f"{', '.join(reg.get('aliases') or []) or '-'}; promoted to champion: "
                      f"{'yes' if reg.get('promoted') else 'no'} (champion version {reg.get('champion_version')})")
     for entry in reports.values():
-        if not entry["found"]:
-            lines.append(f"\n  {entry['path']}: missing (its stage has not run here)")
-            continue
-        lines.append(f"\n  {entry['path']}: {entry.get('error', '')}")
-        lines += [f"    {k} = {_fmt(v)}" for k, v in entry["metrics"].items()]
+        state = "missing (its stage has not run here)" if not entry["found"] else entry.get("error", "read")
+        lines.append(f"  {entry['path']}: {state}")
     return "\n".join(lines)
 
 
