@@ -31,7 +31,7 @@ def evaluate(params_path: str = "params.yaml", data_dir: str = "data", sft_dir: 
     models = {"sft": Path(sft_dir), "rl": Path(rl_dir)}
     log = get_run_logger()
     tags = {"prefect_flow_run_id": str(runtime.flow_run.id or "")}
-    with tracking.stage_run("evaluate_dgemm", params={"evaluate": params.evaluate.model_dump()}, tags=tags):
+    with tracking.dvc_stage_run("evaluate_dgemm", params={"evaluate": params.evaluate.model_dump()}, tags=tags):
         result = evaluate_models(models, Path(data_dir), params, out)
         steps_png = out.with_name("rl_dgemm_steps.png")
         plotted = plot_rl_steps(Path(rl_dir) / "log_history.json", steps_png)

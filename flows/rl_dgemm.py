@@ -17,7 +17,7 @@ from prefect import flow, get_run_logger, runtime
 
 from hpcrl_core import tracking
 from hpcrl_core.config import load_params
-from hpcrl_core.training.checkpoints import inputs_fingerprint, reset_if_stale
+from hpcrl_core.training.checkpoints import inputs_fingerprint, last_checkpoint, reset_if_stale
 from tasks.rl_dgemm import train_rl_dgemm
 
 SUMMARY_KEYS = ("global_step", "train_loss", "promotions")
@@ -36,7 +36,9 @@ def rl_dgemm(params_path: str = "params.yaml", data_dir: str = "data", sft_dir: 
     if reset_if_stale(out, inputs_fingerprint([f for f in inputs if f.exists()], settings)):
         log.info("rl_dgemm: inputs changed since the checkpoints in %s were made; starting over", out)
     tags = {"prefect_flow_run_id": str(runtime.flow_run.id or "")}
-    with tracking.stage_run("rl_dgemm", params=settings, tags=tags):
+    # a resumed stage continues the MLflow run that made its checkpoints
+    with tracking.dvc_stage_run("rl_dgemm", params=settings, tags=tags, run_file=out / tracking.RUN_FILE,
+                                resume=last_checkpoint(out) is not None):
         result = train_rl_dgemm(params, data, sft, out, report_to=["mlflow"])
         tracking.log_metrics({k: v for k, v in result.items() if isinstance(v, int | float)})
         final = Path(result["final_dir"])

@@ -17,7 +17,7 @@ from prefect import flow, get_run_logger, runtime
 from hpcrl_core import tracking
 from hpcrl_core.config import load_params
 from hpcrl_core.evaluation.runner import samples_path_for
-from hpcrl_core.training.checkpoints import inputs_fingerprint, reset_if_stale
+from hpcrl_core.training.checkpoints import inputs_fingerprint, last_checkpoint, reset_if_stale
 from tasks.sft import evaluate_sft, train_sft
 
 
@@ -35,7 +35,9 @@ def sft(params_path: str = "params.yaml", data_dir: str = "data", out_dir: str =
     if reset_if_stale(out, inputs_fingerprint([f for f in files if f.exists()], settings)):
         log.info("sft: inputs changed since the checkpoints in %s were made; starting over", out)
     tags = {"prefect_flow_run_id": str(runtime.flow_run.id or "")}
-    with tracking.stage_run("sft", params=settings, tags=tags):
+    # a resumed stage continues the MLflow run that made its checkpoints
+    with tracking.dvc_stage_run("sft", params=settings, tags=tags, run_file=out / tracking.RUN_FILE,
+                                resume=last_checkpoint(out) is not None):
         result = train_sft(params, data, out, report_to=["mlflow"])
         tracking.log_metrics({k: v for k, v in result.items() if k in ("train_loss", "eval_loss", "global_step")})
         metrics = evaluate_sft(Path(result["final_dir"]), data, params, Path(report))

@@ -1,8 +1,10 @@
 """The only module that talks to MLflow: stage runs, their params, metrics and artifacts, and the model registry.
 
 Embedded default: a local SQLite store (``sqlite:///mlflow.db``) with artifacts in ``./mlruns``; a server is
-chosen by ``MLFLOW_TRACKING_URI``. Every stage run is tagged with the git commit, and with the DVC data hash and
-the Prefect flow-run id when the caller knows them (this module never imports Prefect).
+chosen by ``MLFLOW_TRACKING_URI``. Every stage run is tagged with the git commit, the process that holds it, and
+with the DVC data hash and the Prefect flow-run id when the caller knows them (this module never imports Prefect).
+A run whose process died is closed as KILLED by the next start of its stage; a stage that resumes from a
+checkpoint reopens the run that made the checkpoint (``dvc_stage_run``).
 
 Registry: a model folder (a Hugging Face model or a LoRA adapter) is logged as the artifacts of a ``register``
 stage run under ``model/``, and a version of the registered model is created whose *source* is that artifact
@@ -18,6 +20,7 @@ Test: ``pytest tests/test_tracking.py``.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -25,10 +28,19 @@ from pathlib import Path
 from typing import Any
 
 from hpcrl_core.errors import ConfigError, TrackingInfraError
+from hpcrl_core.files import write_text_atomic
+from hpcrl_core.processes import ProcessId, is_alive, this_process
 from hpcrl_core.provenance import git_commit
 
 EXPERIMENT = "hpcrl"
 DEFAULT_URI = "sqlite:///mlflow.db"
+# Run tags. hpcrl.stage names the DVC stage (or "register"); the name predates dvc_stage and is kept, since
+# searches of existing stores use it.
+STAGE_TAG = "hpcrl.stage"
+HOST_TAG, PID_TAG, PID_START_TAG = "hpcrl.host", "hpcrl.pid", "hpcrl.pid_start"  # the process holding the run
+RESUMES_TAG = "hpcrl.resumes"  # how often a crashed run was reopened by a resumed stage
+CLOSED_TAG = "hpcrl.closed_reason"  # why close_dead_runs ended it (removed when the run is resumed)
+RUN_FILE = "mlflow_run.json"  # in a stage's checkpoint folder: the id of the run that made the checkpoints
 
 
 def _resolve_uri(tracking_uri: str | None) -> str:
@@ -51,20 +63,102 @@ def _flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-@contextlib.contextmanager
-def stage_run(stage: str, params: Mapping[str, Any] | None = None, tags: Mapping[str, str] | None = None,
-              tracking_uri: str | None = None) -> Iterator[Any]:
-    """An MLflow run for one stage: params flattened (``prepare.race.per_pattern``), standard tags set.
+def _process_tags() -> dict[str, str]:
+    me = this_process()
+    return {HOST_TAG: me.host, PID_TAG: str(me.pid), PID_START_TAG: me.start}
 
-    Yields the active ``mlflow.ActiveRun``.
+
+def _owner(run: Any) -> ProcessId | None:
+    """The process recorded on a run, or None for a run without the tags (made before they existed)."""
+    tags = run.data.tags
+    if HOST_TAG not in tags or not tags.get(PID_TAG, "").isdigit():
+        return None
+    return ProcessId(tags[HOST_TAG], int(tags[PID_TAG]), tags.get(PID_START_TAG, ""))
+
+
+def close_dead_runs(dvc_stage: str, tracking_uri: str | None = None) -> list[str]:
+    """Mark KILLED every run of ``dvc_stage`` left RUNNING by a process that died on this host; returns their ids.
+
+    A run records its process (tags ``hpcrl.host``, ``hpcrl.pid``, ``hpcrl.pid_start``) when it starts or resumes.
+    A process killed with SIGKILL (or a machine that lost power) never ends its run, so the next start of the stage
+    closes it, with the tag ``hpcrl.closed_reason``. Runs of another host, and runs without the tags, are left
+    alone: whether their process lives cannot be known here.
     """
+    uri = _resolve_uri(tracking_uri)
+    client = _client(uri)
+    experiment = client.get_experiment_by_name(EXPERIMENT)
+    if experiment is None:
+        return []
+    found = client.search_runs([experiment.experiment_id], max_results=1000,
+                               filter_string=f"tags.`{STAGE_TAG}` = '{dvc_stage}' and attributes.status = 'RUNNING'")
+    closed = []
+    for run in found:
+        owner = _owner(run)
+        if owner is None or is_alive(owner) is not False:
+            continue
+        client.set_tag(run.info.run_id, CLOSED_TAG, f"process {owner.pid} on {owner.host} died before it ended "
+                                                    f"the run; closed when {dvc_stage} started again")
+        client.set_terminated(run.info.run_id, status="KILLED")
+        closed.append(run.info.run_id)
+    return closed
+
+
+def _run_to_resume(client: Any, run_file: Path, dvc_stage: str) -> str | None:
+    """The run id in ``run_file`` when that run of ``dvc_stage`` ended without finishing (KILLED or FAILED)."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        run_id = json.loads(run_file.read_text(encoding="utf-8"))["run_id"]
+        run = client.get_run(run_id)
+    except (OSError, ValueError, KeyError, TypeError, MlflowException):  # no file, another store, a deleted run
+        return None
+    if run.data.tags.get(STAGE_TAG) != dvc_stage or run.info.status not in ("KILLED", "FAILED"):
+        return None  # FINISHED: a completed run is not reopened; RUNNING: its process lives (or is elsewhere)
+    return str(run_id)
+
+
+@contextlib.contextmanager
+def dvc_stage_run(dvc_stage: str, params: Mapping[str, Any] | None = None, tags: Mapping[str, str] | None = None,
+                  tracking_uri: str | None = None, run_file: Path | None = None,
+                  resume: bool = False) -> Iterator[Any]:
+    """The MLflow run of one DVC stage: params flattened (``prepare.race.per_pattern``), standard tags set.
+
+    First closes the stage's runs whose process died (``close_dead_runs``). With ``run_file`` (a file in the stage's
+    checkpoint folder), the run id is written there when the run starts; with ``resume`` too (the stage resumes
+    from a checkpoint), the run named there is reopened instead of starting a new one, if it ended without
+    finishing: a crashed and resumed stage is one run in MLflow, its metrics continuing. Steps between the last
+    checkpoint and the crash are trained again, so their metrics appear twice at the same step.
+
+    Yields:
+        The active ``mlflow.ActiveRun``.
+    """
+    with _tracked_run(dvc_stage, params, tags, tracking_uri, run_file, resume) as run:
+        yield run
+
+
+@contextlib.contextmanager
+def _tracked_run(name: str, params: Mapping[str, Any] | None, tags: Mapping[str, str] | None,
+                 tracking_uri: str | None, run_file: Path | None = None, resume: bool = False) -> Iterator[Any]:
     _quiet_env()
     import mlflow
 
-    mlflow.set_tracking_uri(_resolve_uri(tracking_uri))
+    uri = _resolve_uri(tracking_uri)
+    mlflow.set_tracking_uri(uri)
     mlflow.set_experiment(EXPERIMENT)
-    all_tags = {"hpcrl.stage": stage, "git_commit": git_commit(), **(tags or {})}
-    with mlflow.start_run(run_name=stage, tags=all_tags) as run:
+    close_dead_runs(name, uri)
+    run_id = _run_to_resume(_client(uri), run_file, name) if run_file is not None and resume else None
+    all_tags = {STAGE_TAG: name, "git_commit": git_commit(), **_process_tags(), **(tags or {})}
+    if run_id is None:
+        active = mlflow.start_run(run_name=name, tags=all_tags)
+    else:
+        active = mlflow.start_run(run_id=run_id)
+        resumes = int(active.data.tags.get(RESUMES_TAG, "0")) + 1
+        mlflow.set_tags({**all_tags, RESUMES_TAG: str(resumes)})
+        if CLOSED_TAG in active.data.tags:
+            mlflow.delete_tag(CLOSED_TAG)
+    with active as run:
+        if run_file is not None:
+            write_text_atomic(run_file, json.dumps({"run_id": run.info.run_id, "dvc_stage": name}) + "\n")
         if params:
             flat = {k: (str(v)[:500] if not isinstance(v, int | float | bool) else v)
                     for k, v in _flatten(params).items()}
@@ -203,7 +297,7 @@ def register_model_version(model_dir: Path, metrics: Mapping[str, float], report
     version_tags = {"git_commit": git_commit(), **tags}
     params = {"model_dir": str(model_dir), "registered_model": name}
     with _infra_faults(f"registering {model_dir} as {name}", uri), \
-            stage_run("register", params=params, tags=version_tags, tracking_uri=uri) as run:
+            _tracked_run("register", params, version_tags, uri) as run:
         import mlflow
 
         mlflow.log_artifacts(str(model_dir), MODEL_ARTIFACT_PATH)

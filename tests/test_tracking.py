@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -9,14 +16,15 @@ import pytest
 from hpcrl_core import provenance, tracking
 from hpcrl_core.errors import ConfigError
 from hpcrl_core.evaluation.promotion import report_metrics
+from hpcrl_core.processes import this_process
 
 
-def test_stage_run_logs_params_metrics_dicts_and_tags(tmp_path: Path, monkeypatch) -> None:
+def test_dvc_stage_run_logs_params_metrics_dicts_and_tags(tmp_path: Path, monkeypatch) -> None:
     import mlflow
 
     monkeypatch.chdir(tmp_path)
     uri = f"sqlite:///{tmp_path}/mlflow.db"
-    with tracking.stage_run("prepare", params={"race": {"per_pattern": 12}, "seed": 3}, tags={"x": "y"},
+    with tracking.dvc_stage_run("prepare", params={"race": {"per_pattern": 12}, "seed": 3}, tags={"x": "y"},
                             tracking_uri=uri) as run:
         tracking.log_metrics({"race_c": {"train": 90, "eval": 10}, "note": "skipped"})
         tracking.log_dict({"a": 1}, "cards/plp.json")
@@ -25,8 +33,91 @@ def test_stage_run_logs_params_metrics_dicts_and_tags(tmp_path: Path, monkeypatc
     assert got.data.metrics == {"race_c.train": 90.0, "race_c.eval": 10.0}
     assert got.data.tags["hpcrl.stage"] == "prepare" and got.data.tags["x"] == "y"
     assert "git_commit" in got.data.tags
+    assert got.data.tags["hpcrl.pid"] == str(os.getpid()) and got.data.tags["hpcrl.host"] == socket.gethostname()
     arts = [a.path for a in mlflow.MlflowClient(uri).list_artifacts(run.info.run_id, "cards")]
     assert arts == ["cards/plp.json"]
+
+
+# A stage process killed with SIGKILL: it starts its run (with a run file, as sft and rl_dgemm do), logs steps
+# 1..3 and dies without ending the run.
+CRASH = textwrap.dedent("""
+    import os, signal, sys
+    from pathlib import Path
+    from hpcrl_core import tracking
+    with tracking.dvc_stage_run(sys.argv[1], params={"seed": 1}, run_file=Path(sys.argv[2])):
+        for step in (1, 2, 3):
+            tracking.log_metrics({"loss": 1.0 / step}, step=step)
+        os.kill(os.getpid(), signal.SIGKILL)
+""")
+
+
+def _crash(tmp_path: Path, dvc_stage: str, run_file: Path) -> str:
+    proc = subprocess.run([sys.executable, "-c", CRASH, dvc_stage, str(run_file)], cwd=tmp_path, timeout=300,
+                          env={**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/mlflow.db"})
+    assert proc.returncode == -signal.SIGKILL
+    return json.loads(run_file.read_text())["run_id"]
+
+
+def test_a_run_left_running_by_a_dead_process_is_closed_by_the_next_start(tmp_path: Path, monkeypatch) -> None:
+    import mlflow
+
+    monkeypatch.chdir(tmp_path)
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    client = mlflow.MlflowClient(uri)
+    dead = _crash(tmp_path, "sft", tmp_path / "run.json")
+    assert client.get_run(dead).info.status == "RUNNING"  # what a SIGKILL leaves behind
+    experiment = client.get_experiment_by_name(tracking.EXPERIMENT).experiment_id
+    me = socket.gethostname()
+
+    def running(**tags: str) -> str:
+        return client.create_run(experiment, tags={"hpcrl.stage": "sft", **tags}).info.run_id
+
+    elsewhere = running(**{"hpcrl.host": "another-node", "hpcrl.pid": "1"})  # cannot be checked from here
+    untagged = running()  # made before runs recorded their process
+    live = running(**{"hpcrl.host": me, "hpcrl.pid": str(os.getpid()), "hpcrl.pid_start": this_process().start})
+    reused = running(**{"hpcrl.host": me, "hpcrl.pid": str(os.getpid()), "hpcrl.pid_start": "1"})  # pid reused
+    other_stage = running(**{"hpcrl.stage": "rl_dgemm", "hpcrl.host": me, "hpcrl.pid": "999999999"})
+    with tracking.dvc_stage_run("sft", tracking_uri=uri) as run:
+        pass
+    status = {r: client.get_run(r).info.status for r in (dead, elsewhere, untagged, live, reused, other_stage)}
+    assert status == {dead: "KILLED", elsewhere: "RUNNING", untagged: "RUNNING", live: "RUNNING", reused: "KILLED",
+                      other_stage: "RUNNING"}  # another stage's runs wait for that stage's next start
+    assert "died before it ended the run" in client.get_run(dead).data.tags["hpcrl.closed_reason"]
+    assert client.get_run(dead).info.end_time is not None
+    assert client.get_run(run.info.run_id).info.status == "FINISHED"
+
+
+def test_a_resumed_stage_continues_its_run(tmp_path: Path, monkeypatch) -> None:
+    import mlflow
+
+    monkeypatch.chdir(tmp_path)
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    client = mlflow.MlflowClient(uri)
+    run_file = tmp_path / "checkpoints" / "rl_dgemm" / tracking.RUN_FILE
+    run_file.parent.mkdir(parents=True)
+    crashed = _crash(tmp_path, "rl_dgemm", run_file)
+    with tracking.dvc_stage_run("rl_dgemm", params={"seed": 1}, tracking_uri=uri, run_file=run_file,
+                                resume=True) as run:
+        for step in (4, 5):
+            tracking.log_metrics({"loss": 1.0 / step}, step=step)
+    assert run.info.run_id == crashed  # one run, not a RUNNING one beside a new one
+    got = client.get_run(crashed)
+    assert got.info.status == "FINISHED" and got.data.tags["hpcrl.resumes"] == "1"
+    assert "hpcrl.closed_reason" not in got.data.tags and got.data.tags["hpcrl.pid"] == str(os.getpid())
+    assert [m.step for m in client.get_metric_history(crashed, "loss")] == [1, 2, 3, 4, 5]
+    assert len(client.search_runs([got.info.experiment_id])) == 1
+    # a finished run is not reopened, and a stage that starts over (no checkpoint: resume=False) starts a new run
+    with tracking.dvc_stage_run("rl_dgemm", tracking_uri=uri, run_file=run_file, resume=True) as again:
+        pass
+    with tracking.dvc_stage_run("rl_dgemm", tracking_uri=uri, run_file=run_file) as fresh:
+        pass
+    assert len({crashed, again.info.run_id, fresh.info.run_id}) == 3
+    assert json.loads(run_file.read_text())["run_id"] == fresh.info.run_id
+    # a run file naming a run of another store (the folder came from `dvc pull`) starts a new run too
+    run_file.write_text(json.dumps({"run_id": "0" * 32, "dvc_stage": "rl_dgemm"}))
+    with tracking.dvc_stage_run("rl_dgemm", tracking_uri=uri, run_file=run_file, resume=True) as other:
+        pass
+    assert other.info.run_id not in (crashed, again.info.run_id, fresh.info.run_id)
 
 
 # --------------------------------------------------------------------------------------------------- registry

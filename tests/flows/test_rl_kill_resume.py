@@ -1,6 +1,7 @@
 """The rl_dgemm stage's command, killed mid-training with SIGKILL (no chance to clean up), resumes from its last
 complete checkpoint when run again, with the SQD curriculum where the killed run left it: what
-``dvc repro rl_dgemm`` does after a crash, since ``checkpoints/rl_dgemm`` is a persisted out.
+``dvc repro rl_dgemm`` does after a crash, since ``checkpoints/rl_dgemm`` is a persisted out. In MLflow the resumed
+stage continues the killed run.
 
 Run: pytest tests/flows/test_rl_kill_resume.py
 """
@@ -18,7 +19,7 @@ import pytest
 import yaml
 
 from hpcrl_core.config import Settings
-from tests.flows.stage_process import newest_complete_step, start_stage, wait_for
+from tests.flows.stage_process import logged_steps, newest_complete_step, stage_runs, start_stage, wait_for
 from tests.training.test_rl import rl_inputs, rl_params
 
 pytestmark = pytest.mark.integration
@@ -69,3 +70,7 @@ def test_killed_rl_stage_resumes_with_its_curriculum(tmp_path: Path, bench_dirs:
     history = json.loads((out / "final" / "log_history.json").read_text())
     steps = [e["step"] for e in history if "reward" in e]
     assert steps == list(range(1, STEPS + 1))  # each step logged once: the second run continued the first
+    # MLflow: one run, resumed, holding every step (not a RUNNING run beside a new one)
+    runs = stage_runs(tmp_path, "rl_dgemm")
+    assert [(r.info.status, r.data.tags["hpcrl.resumes"]) for r in runs] == [("FINISHED", "1")], runs
+    assert logged_steps(tmp_path, runs[0], "reward") == list(range(1, STEPS + 1))

@@ -1,5 +1,6 @@
 """The sft stage's command, killed mid-training with SIGKILL (no chance to clean up), resumes from its last
 checkpoint when run again: what ``dvc repro sft`` does after a crash, since ``checkpoints/sft`` is a persisted out.
+In MLflow the resumed stage continues the killed run, which therefore holds the whole training curve.
 
 Run: pytest tests/flows/test_sft_kill_resume.py
 """
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.flows.stage_process import newest_complete_step, start_stage, wait_for
+from tests.flows.stage_process import logged_steps, newest_complete_step, stage_runs, start_stage, wait_for
 from tests.flows.test_sft_flow import flow_data, params_file
 
 pytestmark = pytest.mark.integration
@@ -56,3 +57,7 @@ def test_killed_stage_resumes_from_its_last_checkpoint(tmp_path: Path) -> None:
     # Each logged step appears once: the second run continued the first one's history instead of redoing it.
     history = [e["step"] for e in state["log_history"] if "loss" in e]
     assert history == list(range(10, STEPS + 1, 10))
+    # MLflow: one run, resumed, holding the whole curve (not a RUNNING run beside a new one)
+    runs = stage_runs(tmp_path, "sft")
+    assert [(r.info.status, r.data.tags["hpcrl.resumes"]) for r in runs] == [("FINISHED", "1")], runs
+    assert logged_steps(tmp_path, runs[0], "loss") == list(range(10, STEPS + 1, 10))
