@@ -77,7 +77,7 @@ def toolchain(compiler: str) -> Toolchain:
     return Toolchain(path, res.stdout.splitlines()[0].strip() if res.stdout else "unknown")
 
 
-_HARNESS_SOURCES = ("monitor.c", "runner.c", "protocol.h", "contract.h")
+_HARNESS_SOURCES = ("monitor.c", "checks.c", "checks.h", "runner.c", "protocol.h", "contract.h")
 
 
 def harness_version() -> str:
@@ -112,7 +112,7 @@ def runner_object(cache_dir: Path, tc: Toolchain, node: str) -> Path:
 
 def monitor_binary(cache_dir: Path, tc: Toolchain, node: str) -> Path:
     """The monitor (inputs, clock, checks, report; never linked with model code), compiled to an executable."""
-    return _build_once(cache_dir, tc, node, "monitor", "", [str(CSRC / "monitor.c"), "-lm"])
+    return _build_once(cache_dir, tc, node, "monitor", "", [str(CSRC / "monitor.c"), str(CSRC / "checks.c"), "-lm"])
 
 
 @dataclass(frozen=True)

@@ -237,7 +237,8 @@ def test_a_one_core_slot_cannot_use_two_cores(engine: Engine) -> None:
     one = engine.run(BUSY_TWO_THREADS, (available[0],), n=160)
     assert one.ok, one.detail
     assert one.extra["kernel_cpu_s"] <= one.run_s * 1.05 + 0.02, (one.extra, one.run_s)
-    if len(available) >= 2:  # the measurement can see two cores when a slot has them
+    if len(available) >= 2:  # the measurement can see two cores when a slot has them and nothing else runs
         two = engine.run(BUSY_TWO_THREADS, tuple(available[:2]), n=160)
         assert two.ok, two.detail
-        assert two.extra["kernel_cpu_s"] > 1.2 * two.run_s / (two.retries + 1), (two.extra, two.run_s)
+        if (two.foreign_load or 0.0) < 0.1:
+            assert two.extra["kernel_cpu_s"] > 1.2 * two.run_s / (two.retries + 1), (two.extra, two.run_s)
