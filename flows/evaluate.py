@@ -15,15 +15,15 @@ from pathlib import Path
 
 from prefect import flow, get_run_logger, runtime
 
+import tasks.evaluate  # its task evaluate_dgemm shares this flow's name
 from hpcrl_core import tracking
 from hpcrl_core.config import load_params
-from tasks.evaluate import evaluate_models, plot_rl_steps
 
 BLOCK_KEYS = ("verified_rate", "respect_rate", "gflops_median", "gflops_best", "best_vs_numpy", "winrate_vs_sft")
 
 
-@flow(name="evaluate_dgemm")
-def evaluate(params_path: str = "params.yaml", data_dir: str = "data", sft_dir: str = "checkpoints/sft/final",
+@flow(name="evaluate-dgemm")
+def evaluate_dgemm(params_path: str = "params.yaml", data_dir: str = "data", sft_dir: str = "checkpoints/sft/final",
              rl_dir: str = "checkpoints/rl_dgemm/final", report: str = "reports/eval_dgemm.json") -> dict:
     """Evaluate SFT and RL on the held-out problems; returns the report."""
     params = load_params(params_path)
@@ -32,9 +32,9 @@ def evaluate(params_path: str = "params.yaml", data_dir: str = "data", sft_dir: 
     log = get_run_logger()
     tags = {"prefect_flow_run_id": str(runtime.flow_run.id or "")}
     with tracking.dvc_stage_run("evaluate_dgemm", params={"evaluate": params.evaluate.model_dump()}, tags=tags):
-        result = evaluate_models(models, Path(data_dir), params, out)
+        result = tasks.evaluate.evaluate_dgemm(models, Path(data_dir), params, out)
         steps_png = out.with_name("rl_dgemm_steps.png")
-        plotted = plot_rl_steps(Path(rl_dir) / "log_history.json", steps_png)
+        plotted = tasks.evaluate.plot_training_curves(Path(rl_dir) / "log_history.json", steps_png)
         tracking.log_metrics({f"{name}.{k}": float(v) for name in models for k, v in result[name].items()
                               if k in BLOCK_KEYS and v is not None})
         tracking.log_dict(result, "reports/eval_dgemm.json")
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rl", default="checkpoints/rl_dgemm/final")
     ap.add_argument("--report", default="reports/eval_dgemm.json")
     a = ap.parse_args(argv)
-    evaluate(a.params, a.data, a.sft, a.rl, a.report)
+    evaluate_dgemm(a.params, a.data, a.sft, a.rl, a.report)
     return 0
 
 

@@ -17,7 +17,7 @@ from prefect import flow, runtime
 from hpcrl_core import tracking
 from hpcrl_core.config import Settings, load_params
 from hpcrl_core.data.prepare import check_families
-from tasks.prepare import prepare_dgemm, prepare_qa, prepare_race, write_data
+from tasks.prepare import prepare_dgemm, prepare_qa, prepare_race, write_outputs
 
 
 @flow(name="prepare", log_prints=True)
@@ -30,7 +30,7 @@ def prepare(params_path: str = "params.yaml", out_dir: str = "data") -> dict:
     outputs = [prepare_dgemm(p, params.bench, Settings()), prepare_race("c", p), prepare_race("fortran", p),
                prepare_qa("mlperf", p), prepare_qa("plp", p)]
     check_families(outputs)
-    summary = write_data(outputs, Path(out_dir))
+    summary = write_outputs(outputs, Path(out_dir))
     summary["seconds"] = round(time.monotonic() - t0, 1)
     tags = {"prefect_flow_run_id": str(runtime.flow_run.id or "")}
     with tracking.dvc_stage_run("prepare", params=p.model_dump(), tags=tags):

@@ -18,12 +18,12 @@ from prefect import flow, get_run_logger, runtime
 from hpcrl_core import tracking
 from hpcrl_core.config import load_params
 from hpcrl_core.training.checkpoints import inputs_fingerprint, last_checkpoint, reset_if_stale
-from tasks.rl_dgemm import train_rl_dgemm
+from tasks.rl_dgemm import run_rl
 
 SUMMARY_KEYS = ("global_step", "train_loss", "promotions")
 
 
-@flow(name="rl_dgemm")
+@flow(name="rl-dgemm")
 def rl_dgemm(params_path: str = "params.yaml", data_dir: str = "data", sft_dir: str = "checkpoints/sft/final",
              out_dir: str = "checkpoints/rl_dgemm") -> dict:
     """Train (or resume) the GRPO policy; returns steps, loss, the final folder and curriculum/archive figures."""
@@ -39,7 +39,7 @@ def rl_dgemm(params_path: str = "params.yaml", data_dir: str = "data", sft_dir: 
     # a resumed stage continues the MLflow run that made its checkpoints
     with tracking.dvc_stage_run("rl_dgemm", params=settings, tags=tags, run_file=out / tracking.RUN_FILE,
                                 resume=last_checkpoint(out) is not None):
-        result = train_rl_dgemm(params, data, sft, out, report_to=["mlflow"])
+        result = run_rl(params, data, sft, out, report_to=["mlflow"])
         tracking.log_metrics({k: v for k, v in result.items() if isinstance(v, int | float)})
         final = Path(result["final_dir"])
         for name in ("qd_archive.json", "sqd_state.json", "qd_archive.png", "log_history.json"):

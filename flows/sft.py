@@ -18,7 +18,7 @@ from hpcrl_core import tracking
 from hpcrl_core.config import load_params
 from hpcrl_core.evaluation.runner import samples_path_for
 from hpcrl_core.training.checkpoints import inputs_fingerprint, last_checkpoint, reset_if_stale
-from tasks.sft import evaluate_sft, train_sft
+from tasks.sft import evaluate_policy, run_sft
 
 
 # log_prints stays off: libraries print during training (datasets even prints bytecode while fingerprinting), and
@@ -38,9 +38,9 @@ def sft(params_path: str = "params.yaml", data_dir: str = "data", out_dir: str =
     # a resumed stage continues the MLflow run that made its checkpoints
     with tracking.dvc_stage_run("sft", params=settings, tags=tags, run_file=out / tracking.RUN_FILE,
                                 resume=last_checkpoint(out) is not None):
-        result = train_sft(params, data, out, report_to=["mlflow"])
+        result = run_sft(params, data, out, report_to=["mlflow"])
         tracking.log_metrics({k: v for k, v in result.items() if k in ("train_loss", "eval_loss", "global_step")})
-        metrics = evaluate_sft(Path(result["final_dir"]), data, params, Path(report))
+        metrics = evaluate_policy(Path(result["final_dir"]), data, params, Path(report))
         tracking.log_metrics({f"eval.{k}": v for k, v in metrics.items() if k != "meta" and v is not None})
         tracking.log_dict(metrics, "reports/sft.json")
         tracking.log_artifact(samples_path_for(Path(report)), "reports")

@@ -25,16 +25,17 @@ from prefect import flow, get_run_logger
 from hpcrl_core.errors import ConfigError
 from hpcrl_core.evaluation.report import headline, text_table
 from hpcrl_core.runtime_env import ROOT
-from tasks.pipeline import repro_stage
+from tasks.pipeline import run_dvc_stage
 
-DEFAULT_STAGES = ("prepare", "sft", "rl_dgemm", "evaluate_dgemm")
+DEFAULT_DVC_STAGES = ("prepare", "sft", "rl_dgemm", "evaluate_dgemm")
 REPORTS = {"sft": "reports/sft.json", "rl": "reports/eval_dgemm.json"}
 # Prefect validates parameters with a pydantic model whose `register` field shadows the ABC method: harmless.
 warnings.filterwarnings("ignore", message='Field name "register"', category=UserWarning)
 
 
 @flow(name="train-dgemm")
-def train_dgemm(stages: tuple[str, ...] = DEFAULT_STAGES, register: bool = True, repo_root: str = str(ROOT)) -> dict:
+def train_dgemm(stages: tuple[str, ...] = DEFAULT_DVC_STAGES, register: bool = True,
+                repo_root: str = str(ROOT)) -> dict:
     """Run the DGEMM pipeline's DVC stages in order, then register the model; returns the summary.
 
     Args:
@@ -43,19 +44,19 @@ def train_dgemm(stages: tuple[str, ...] = DEFAULT_STAGES, register: bool = True,
         repo_root: the repository holding ``dvc.yaml`` (default: this checkout).
 
     Returns:
-        ``{"repo_root", "stages": [{stage, status, seconds, ran, skipped}], "register": dict | None,
+        ``{"repo_root", "dvc_stages": [{dvc_stage, status, seconds, ran, skipped}], "register": dict | None,
         "reports": {"sft": {path, found, report}, "rl": {...}}}``.
     """
     root = Path(repo_root).resolve()
-    check_stages(root, stages)
-    results = [asdict(repro_stage(stage, str(root))) for stage in stages]
+    check_dvc_stages(root, stages)
+    results = [asdict(run_dvc_stage(dvc_stage, str(root))) for dvc_stage in stages]
     registered = _register(root) if register else None
-    summary = {"repo_root": str(root), "stages": results, "register": registered, "reports": read_reports(root)}
+    summary = {"repo_root": str(root), "dvc_stages": results, "register": registered, "reports": read_reports(root)}
     get_run_logger().info("train-dgemm summary\n%s", format_summary(summary))
     return summary
 
 
-def check_stages(root: Path, stages: tuple[str, ...]) -> None:
+def check_dvc_stages(root: Path, stages: tuple[str, ...]) -> None:
     """Fail before running anything when a stage is not in ``dvc.yaml`` (stages of other dvc.yaml files pass)."""
     try:
         known = list((yaml.safe_load((root / "dvc.yaml").read_text()) or {}).get("stages", {}))
@@ -94,7 +95,7 @@ def read_reports(root: Path) -> dict[str, dict[str, Any]]:
 def format_summary(summary: dict[str, Any]) -> str:
     """A short plain-text table of the run: stages, the fixed headline (``evaluation.report``), registration."""
     lines = [f"train-dgemm in {summary['repo_root']}", f"  {'stage':<18}{'result':<10}{'seconds':>9}"]
-    lines += [f"  {s['stage']:<18}{s['status']:<10}{s['seconds']:>9.1f}" for s in summary["stages"]]
+    lines += [f"  {s['dvc_stage']:<18}{s['status']:<10}{s['seconds']:>9.1f}" for s in summary["dvc_stages"]]
     reports = summary["reports"]
     lines += ["", text_table(headline(reports["sft"]["report"], reports["rl"]["report"]))]
     reg = summary["register"]
@@ -112,7 +113,7 @@ def format_summary(summary: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--stages", nargs="+", default=list(DEFAULT_STAGES), help="DVC stages to run, in order")
+    ap.add_argument("--stages", nargs="+", default=list(DEFAULT_DVC_STAGES), help="DVC stages to run, in order")
     ap.add_argument("--no-register", dest="register", action="store_false", help="skip the register flow")
     ap.add_argument("--repo-root", default=str(ROOT), help="repository holding dvc.yaml")
     a = ap.parse_args(argv)

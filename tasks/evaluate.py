@@ -13,27 +13,26 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from hpcrl_core.config import Params, Settings
-from hpcrl_core.evaluation.dgemm import evaluate_dgemm, rows_by_model
-from hpcrl_core.evaluation.plots import plot_gflops_distributions, plot_training_curves
+from hpcrl_core.evaluation import dgemm, plots
 from hpcrl_core.evaluation.report import samples_path_for, write_report, write_samples
 
 
-@task(name="evaluate-dgemm", cache_policy=NO_CACHE)
-def evaluate_models(models: dict[str, Path], data_dir: Path, params: Params, report: Path) -> dict[str, Any]:
+@task(cache_policy=NO_CACHE)
+def evaluate_dgemm(models: dict[str, Path], data_dir: Path, params: Params, report: Path) -> dict[str, Any]:
     """Evaluate, write ``report`` and ``<report>_samples.jsonl``, and plot the GFLOPS distributions next to it."""
     logger = get_run_logger()
-    result, rows = evaluate_dgemm(models, data_dir, params, Settings(), progress=logger.info)
+    result, rows = dgemm.evaluate_dgemm(models, data_dir, params, Settings(), progress=logger.info)
     write_report(result, report)
     write_samples(rows, samples_path_for(report))
-    plot_gflops_distributions(rows_by_model(rows), report.with_name(report.stem + "_gflops.png"))
+    plots.plot_gflops_distributions(dgemm.rows_by_model(rows), report.with_name(report.stem + "_gflops.png"))
     return result
 
 
-@task(name="plot-rl-steps", cache_policy=NO_CACHE)
-def plot_rl_steps(log_history: Path, out: Path) -> bool:
+@task(cache_policy=NO_CACHE)
+def plot_training_curves(log_history: Path, out: Path) -> bool:
     """Plot reward and GFLOPS over the RL steps when the run left its log history; False when it did not."""
     if not log_history.is_file():
         get_run_logger().warning("%s is missing; no training-curve plot", log_history)
         return False
-    plot_training_curves(json.loads(log_history.read_text()), out)
+    plots.plot_training_curves(json.loads(log_history.read_text()), out)
     return True

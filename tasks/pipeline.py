@@ -1,149 +1,32 @@
-"""Prefect task that runs one DVC stage: ``dvc repro <stage>`` in the repository root, as DVC does by default
-(the stage and whatever upstream stage changed). The command's output streams line by line to the run logger; the
-result says whether DVC ran the stage or skipped it ("Stage '<stage>' didn't change, skipping") and how long it took.
+"""Prefect task of the pipelines: one DVC stage through ``hpcrl_core.dvc_repro.run_dvc_stage``, its output in the
+run log line by line.
 
-A failing stage raises ``StageError`` with the tail of the output. Only ``StageLockedError`` (another DVC process
-holds the repository lock: transient) is retried; a stage that fails on its own fails the same way again, so
-retrying it would only burn time.
+No Prefect caching: DVC owns skip-if-unchanged. Only ``DvcStageLockedError`` (another DVC process holds the
+repository lock: transient) is retried; a stage that fails on its own fails the same way again, so retrying it would
+only burn time.
 
 Used by ``flows/train_dgemm.py``. Test: ``pytest tests/flows/test_train_dgemm_flow.py``.
 """
 
 from __future__ import annotations
 
-import os
-import re
-import signal
-import subprocess
-import sys
-import time
-from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from hpcrl_core.errors import HPCRLError
+from hpcrl_core import dvc_repro
+from hpcrl_core.dvc_repro import DvcStageLockedError, DvcStageResult
 from tasks.retries import retry_on
 
-TAIL_LINES = 40
-_RAN = re.compile(r"Running stage '([^']+)'")
-_SKIPPED = re.compile(r"(?:Stage )?'([^']+)' didn't change, skipping")
-_LOCKED = ("Unable to acquire lock", "is busy, it is being blocked by")
 
-
-class StageError(HPCRLError):
-    """``dvc repro <stage>`` exited non-zero.
-
-    Attributes:
-        stage: the DVC stage. returncode: the exit code of ``dvc repro``. tail: its last output lines.
-    """
-
-    def __init__(self, stage: str, returncode: int, seconds: float, tail: list[str], repo_root: Path) -> None:
-        self.stage, self.returncode, self.seconds = stage, returncode, seconds
-        self.tail, self.repo_root = tail, repo_root
-        text = "\n".join(f"    {line}" for line in tail) or "    (no output)"
-        super().__init__(
-            f"stage {stage!r} failed: `dvc repro {stage}` in {repo_root} exited with {returncode} after "
-            f"{seconds:.1f} s. Last {len(tail)} lines of its output:\n{text}\n"
-            f"Fix the cause and run the pipeline again: DVC reruns only the stages whose inputs changed.")
-
-    def __reduce__(self) -> tuple[type, tuple[str, int, float, list[str], Path]]:
-        # picklable, so that Prefect can persist or ship the failed state
-        return type(self), (self.stage, self.returncode, self.seconds, self.tail, self.repo_root)
-
-
-class StageLockedError(StageError):
-    """Another DVC process holds the repository (or a stage's) lock: an infrastructure fault, retried."""
-
-
-@dataclass(frozen=True)
-class StageResult:
-    """What ``dvc repro <stage>`` did.
-
-    Attributes:
-        stage: the target stage. status: ``ran`` or ``skipped`` (DVC said it didn't change), ``unknown`` if DVC
-        printed neither for the target. seconds: wall time of the command. ran / skipped: every stage DVC reported
-        running / skipping in this call (upstream stages included).
-    """
-
-    stage: str
-    status: str
-    seconds: float
-    ran: tuple[str, ...]
-    skipped: tuple[str, ...]
-
-
-def dvc_repro_command(stage: str) -> list[str]:
-    """The command line: this interpreter's DVC, so that the flow and ``make`` use the same installation."""
-    return [sys.executable, "-m", "dvc", "repro", stage]
-
-
-def _stop(proc: subprocess.Popen[str]) -> None:
-    """Stop ``dvc repro`` and the stage command it started (own process group), e.g. on cancellation."""
-    if proc.poll() is not None:
-        return
-    for sig, wait_s in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(wait_s)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
-def run_dvc_stage(stage: str, repo_root: Path, on_line: Callable[[str], Any] = print) -> StageResult:
-    """Run ``dvc repro <stage>`` in ``repo_root``, passing each output line to ``on_line``.
-
-    Raises:
-        StageLockedError: another DVC process holds a lock (retry later).
-        StageError: the command exited non-zero; the message holds the tail of its output.
-    """
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "DVC_NO_ANALYTICS": "1"}
-    tail: deque[str] = deque(maxlen=TAIL_LINES)
-    ran: list[str] = []
-    skipped: list[str] = []
-    t0 = time.monotonic()
-    # A process group of its own, so that a cancelled flow run also stops the stage command DVC started.
-    proc = subprocess.Popen(dvc_repro_command(stage), cwd=repo_root, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, errors="replace",
-                            bufsize=1, start_new_session=True)
-    try:
-        assert proc.stdout is not None
-        for raw in proc.stdout:
-            line = raw.rstrip("\n")
-            tail.append(line)
-            on_line(line)
-            if m := _RAN.search(line):
-                ran.append(m.group(1))
-            elif m := _SKIPPED.search(line):
-                skipped.append(m.group(1))
-        returncode = proc.wait()
-    finally:
-        _stop(proc)
-    seconds = round(time.monotonic() - t0, 2)
-    if returncode != 0:
-        error = StageLockedError if any(k in line for line in tail for k in _LOCKED) else StageError
-        raise error(stage, returncode, seconds, list(tail), repo_root)
-    status = "ran" if stage in ran else "skipped" if stage in skipped else "unknown"
-    return StageResult(stage, status, seconds, tuple(ran), tuple(skipped))
-
-
-# No Prefect caching: DVC owns skip-if-unchanged. Only lock contention is retried: a stage that fails on its own
-# would fail again.
-@task(name="dvc-repro", task_run_name="dvc-repro-{stage}", cache_policy=NO_CACHE, retries=3,
-      retry_delay_seconds=[15, 60, 120], retry_condition_fn=retry_on(StageLockedError))
-def repro_stage(stage: str, repo_root: str) -> StageResult:
-    """Run one DVC stage with its output in the run log; see ``run_dvc_stage``."""
+@task(task_run_name="run_dvc_stage-{dvc_stage}", cache_policy=NO_CACHE, retries=3,
+      retry_delay_seconds=[15, 60, 120], retry_condition_fn=retry_on(DvcStageLockedError))
+def run_dvc_stage(dvc_stage: str, repo_root: str) -> DvcStageResult:
+    """Run one DVC stage with its output in the run log; see ``hpcrl_core.dvc_repro.run_dvc_stage``."""
     logger = get_run_logger()
-    logger.info("dvc repro %s (in %s)", stage, repo_root)
-    result = run_dvc_stage(stage, Path(repo_root), lambda line: logger.info("%s | %s", stage, line))
-    logger.info("stage %s: %s in %.1f s (ran: %s; skipped: %s)", stage, result.status, result.seconds,
+    logger.info("dvc repro %s (in %s)", dvc_stage, repo_root)
+    result = dvc_repro.run_dvc_stage(dvc_stage, Path(repo_root), lambda line: logger.info("%s | %s", dvc_stage, line))
+    logger.info("stage %s: %s in %.1f s (ran: %s; skipped: %s)", dvc_stage, result.status, result.seconds,
                 ", ".join(result.ran) or "-", ", ".join(result.skipped) or "-")
     return result

@@ -13,10 +13,9 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from hpcrl_core.config import Params
-from hpcrl_core.training.rl import run_rl
+from hpcrl_core.training import rl
 
 
-@task(name="train-rl-dgemm", cache_policy=NO_CACHE)
-def train_rl_dgemm(params: Params, data_dir: Path, sft_dir: Path, output_dir: Path,
-                   report_to: list[str]) -> dict[str, Any]:
-    return run_rl(params, data_dir, sft_dir, output_dir, report_to)
+@task(cache_policy=NO_CACHE)
+def run_rl(params: Params, data_dir: Path, sft_dir: Path, output_dir: Path, report_to: list[str]) -> dict[str, Any]:
+    return rl.run_rl(params, data_dir, sft_dir, output_dir, report_to)

@@ -13,19 +13,21 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from hpcrl_core.config import Params, Settings
-from hpcrl_core.evaluation.runner import evaluate_policy, samples_path_for, write_report
-from hpcrl_core.training.sft import run_sft
+from hpcrl_core.evaluation import runner
+from hpcrl_core.evaluation.runner import samples_path_for, write_report
+from hpcrl_core.training import sft
 
 
-@task(name="train-sft", cache_policy=NO_CACHE)
-def train_sft(params: Params, data_dir: Path, output_dir: Path, report_to: list[str]) -> dict[str, Any]:
-    return run_sft(params, data_dir, output_dir, report_to)
+@task(cache_policy=NO_CACHE)
+def run_sft(params: Params, data_dir: Path, output_dir: Path, report_to: list[str]) -> dict[str, Any]:
+    return sft.run_sft(params, data_dir, output_dir, report_to)
 
 
-@task(name="evaluate-sft", cache_policy=NO_CACHE)
-def evaluate_sft(model_dir: Path, data_dir: Path, params: Params, report: Path) -> dict[str, Any]:
+@task(cache_policy=NO_CACHE)
+def evaluate_policy(model_dir: Path, data_dir: Path, params: Params, report: Path) -> dict[str, Any]:
+    """Evaluate the SFT policy on the held-out data; write ``report`` and its samples beside it."""
     logger = get_run_logger()
-    result = evaluate_policy(model_dir, data_dir, params, Settings(), progress=logger.info,
+    result = runner.evaluate_policy(model_dir, data_dir, params, Settings(), progress=logger.info,
                              samples_path=samples_path_for(report))
     write_report(result, report)
     return result

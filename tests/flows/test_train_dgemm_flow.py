@@ -69,7 +69,7 @@ def set_param(root: Path, section: str, key: str, value: int) -> None:
 
 
 def statuses(summary: dict[str, Any]) -> dict[str, str]:
-    return {s["stage"]: s["status"] for s in summary["stages"]}
+    return {s["dvc_stage"]: s["status"] for s in summary["dvc_stages"]}
 
 
 @pytest.fixture
@@ -96,8 +96,8 @@ def test_pipeline_runs_skips_reruns_and_stops_at_a_failing_stage(tmp_path: Path,
     from prefect.testing.utilities import prefect_test_harness
 
     from flows.train_dgemm import format_summary, train_dgemm
+    from hpcrl_core.dvc_repro import DvcStageError
     from hpcrl_core.errors import ConfigError
-    from tasks.pipeline import StageError
 
     repo = make_dvc_repo(tmp_path / "repo")
     stages = ("first", "second")
@@ -112,16 +112,16 @@ def test_pipeline_runs_skips_reruns_and_stops_at_a_failing_stage(tmp_path: Path,
         set_param(repo, "second", "factor", 10)  # only second depends on it
         second_only = train_dgemm(stages, False, str(repo))
         set_param(repo, "second", "factor", 100)
-        with pytest.raises(StageError) as failure:
+        with pytest.raises(DvcStageError) as failure:
             train_dgemm(("first", "broken", "second"), True, str(repo))
     assert statuses(first) == {"first": "ran", "second": "ran"}
     assert statuses(again) == {"first": "skipped", "second": "skipped"}
     assert statuses(changed) == {"first": "ran", "second": "ran"}
     assert statuses(second_only) == {"first": "skipped", "second": "ran"}
-    assert all(s["seconds"] > 0 for s in first["stages"])
+    assert all(s["seconds"] > 0 for s in first["dvc_stages"])
     assert (repo / "second.txt").read_text() == "50"  # not 500: second did not run after the failure
     err = failure.value
-    assert err.stage == "broken" and err.returncode != 0
+    assert err.dvc_stage == "broken" and err.returncode != 0
     assert "boom-marker: the stage failed on purpose" in str(err) and "noise 59" in str(err)
     assert "noise 0\n" not in str(err)  # a tail, not the whole output
     assert (repo / "attempts.log").read_text().count("attempt") == 1  # a deterministic failure is not retried
@@ -141,7 +141,7 @@ def test_summary_reads_reports_and_says_what_is_missing(tmp_path: Path) -> None:
     (tmp_path / "reports" / "sft.json").write_text(json.dumps(sft))
     reports = read_reports(tmp_path)
     assert reports["sft"]["report"] == sft and not reports["rl"]["found"]
-    summary = {"repo_root": str(tmp_path), "stages": [], "register": None, "reports": reports}
+    summary = {"repo_root": str(tmp_path), "dvc_stages": [], "register": None, "reports": reports}
     text = format_summary(summary)
     assert "reports/eval_dgemm.json: missing" in text
     assert "race F1" in text and "0.500" in text and "9.0" in text  # SFT's best from sft.json without the comparison
@@ -163,20 +163,21 @@ def test_lock_contention_is_a_retryable_stage_error(tmp_path: Path) -> None:
     import zc.lockfile
     from prefect.states import Failed
 
-    from tasks.pipeline import StageError, StageLockedError, repro_stage, run_dvc_stage
+    from hpcrl_core.dvc_repro import DvcStageError, DvcStageLockedError, run_dvc_stage
+    from tasks import pipeline
 
     repo = make_dvc_repo(tmp_path / "repo")
     (repo / ".dvc" / "tmp").mkdir(exist_ok=True)
     lock = zc.lockfile.LockFile(str(repo / ".dvc" / "tmp" / "lock"))  # what a concurrent `dvc repro` holds
     try:
-        with pytest.raises(StageLockedError) as locked:
+        with pytest.raises(DvcStageLockedError) as locked:
             run_dvc_stage("first", repo, on_line=lambda line: None)
     finally:
         lock.close()
     assert not (repo / "first.txt").exists()
     copy = pickle.loads(pickle.dumps(locked.value))
-    assert isinstance(copy, StageLockedError) and str(copy) == str(locked.value)
-    retry = repro_stage.retry_condition_fn
+    assert isinstance(copy, DvcStageLockedError) and str(copy) == str(locked.value)
+    retry = pipeline.run_dvc_stage.retry_condition_fn
     assert retry is not None and retry(None, None, Failed(data=locked.value))
-    assert not retry(None, None, Failed(data=StageError("broken", 3, 1.0, ["boom"], repo)))
+    assert not retry(None, None, Failed(data=DvcStageError("broken", 3, 1.0, ["boom"], repo)))
     assert run_dvc_stage("first", repo, on_line=lambda line: None).status == "ran"  # lock gone: runs
