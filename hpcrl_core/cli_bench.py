@@ -63,7 +63,7 @@ def _table(title: str, rows: Sequence[dict[str, Any]]) -> str:
             lines.append(f"{'':<22} {r['detail'].splitlines()[0][:95]}")
         if r.get("disturbed"):
             lines.append(f"{'':<22} disturbed: the host ran at 1/{r.get('host_slowdown') or 0:.2f} of its speed or "
-                         f"others used the slot ({_fmt(r.get('foreign_load'), '.0%')}); not cached, measure again")
+                         f"others used the slot ({_fmt(r.get('foreign_load'), '.0%')}); measured again next time")
     return "\n".join(lines)
 
 

@@ -4,7 +4,8 @@ extract -> screen (+ techniques) -> compile -> link-level screen -> link with th
 a sandboxed process of its own (full verification at n, an odd size and a small size; timed calls on fresh
 inputs, each checked; the clock and the checks stay in the monitor) -> statistics. A job holds its slot's cores
 machine-wide (``slots.py``). A disturbed timing (foreign CPU load above the threshold) is repeated and the least
-disturbed run kept; one still disturbed after the retries is marked ``disturbed`` and never cached. The engine
+disturbed run kept; one still disturbed after the retries is marked ``disturbed`` (the executor measures it again
+when it comes back). The engine
 knows nothing of rewards or RL; ``hpcrl_core.rewards`` turns a result into a reward.
 
 Run: ``hpcrl bench FILE``.  Test: ``pytest tests/bench/test_engine.py tests/bench/test_adversarial.py``.

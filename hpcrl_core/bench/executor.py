@@ -10,7 +10,9 @@ Interface (a later backend puts remote CPU agents behind the same one):
     fut = ex.submit(completion)          # concurrent.futures.Future[BenchResult]
     res = await ex.submit_async(completion)
     results = ex.map(completions)        # in input order
-Identical kernels in flight share one run; finished ones come from the cache. A ``BenchInfraError`` is set on
+A figure the engine marked disturbed (a busy host) is cached but measured again when the same kernel comes back,
+up to three times, keeping the figure taken nearest full host speed. Identical kernels in flight share one run;
+finished ones come from the cache. A ``BenchInfraError`` is set on
 the future (and raised by ``result()``), never turned into a result.
 
 Test: ``pytest tests/bench/test_executor.py``.
@@ -19,6 +21,7 @@ Test: ``pytest tests/bench/test_executor.py``.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import queue
 import threading
@@ -50,6 +53,27 @@ def make_slots(cores: Sequence[int], cores_per_slot: int) -> list[tuple[int, ...
                           f"available ({cores}); lower cores_per_slot or list more cores")
     count = len(cores) // cores_per_slot
     return [tuple(cores[i * cores_per_slot:(i + 1) * cores_per_slot]) for i in range(count)]
+
+
+MAX_MEASUREMENTS = 3  # a disturbed figure is measured again on later submissions, this many times in all
+
+
+def _measure_again(hit: BenchResult) -> bool:
+    """A cached figure the engine marked disturbed is measured again, up to ``MAX_MEASUREMENTS`` times."""
+    return hit.disturbed and int(hit.extra.get("measurements", 1)) < MAX_MEASUREMENTS
+
+
+def _better(previous: BenchResult | None, new: BenchResult) -> BenchResult:
+    """The figure to keep after measuring a disturbed cached one again: an undisturbed one, else the one taken
+    with the host nearest full speed; it counts the measurements so far."""
+    if previous is None:
+        return new
+    count = {"measurements": int(previous.extra.get("measurements", 1)) + 1}
+    keep = new
+    if new.ok and previous.ok and new.disturbed and \
+            float(previous.extra.get("host_slowdown", 9)) < float(new.extra.get("host_slowdown", 9)):
+        keep = dataclasses.replace(previous, cached=False)
+    return dataclasses.replace(keep, extra={**keep.extra, **count})
 
 
 def local_executor(bench: BenchParams, settings: Settings, cores_per_slot: int | None = None) -> LocalExecutor:
@@ -88,15 +112,17 @@ class LocalExecutor:
                 if key in self._inflight:
                     return self._inflight[key]
             hit = self.cache.get(key) if self.cache is not None and self.engine.params.cache else None
-            if hit is not None:
+            if hit is not None and not _measure_again(hit):
                 fut: Future[BenchResult] = Future()
                 fut.set_result(hit)
                 return fut
+        else:
+            hit = None
         fut = Future()
         if key is not None:
             with self._lock:
                 self._inflight[key] = fut
-        self._queue.put((lambda slot: self.engine.run(completion, slot, n), key, fut))
+        self._queue.put((lambda slot: _better(hit, self.engine.run(completion, slot, n)), key, fut))
         return fut
 
     def submit_on_slot(self, fn: Callable[[tuple[int, ...]], T]) -> Future[T]:
@@ -131,7 +157,7 @@ class LocalExecutor:
                 with self.engine.locks.hold_any(self.slots) as (slot, _):
                     result = fn(slot)
                 if key is not None and self.cache is not None and self.engine.params.cache \
-                        and result.status is not Status.TIMEOUT and not result.disturbed:
+                        and result.status is not Status.TIMEOUT:
                     self.cache.put(result)
                 fut.set_result(result)
             except BaseException as err:  # infrastructure faults travel to the caller, never become rewards

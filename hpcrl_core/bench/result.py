@@ -44,7 +44,7 @@ class BenchResult:
         foreign_load: share of the slot's CPU used by other processes during the kept run.
         retries: timed runs repeated because foreign load disturbed them.
         disturbed: foreign load stayed above ``bench.timing.max_foreign_load`` after every retry: the figure is
-            not trustworthy (never cached; rewards and reports count it).
+            not trustworthy (the executor measures it again when the kernel comes back; rewards log the share).
         cores: CPU cores of the slot the run owned.
         cached: whether this came from the result cache.
         key: the cache key of (normalised code, n, flags, compiler, harness, node, engine params).

@@ -25,7 +25,9 @@ class TimingParams(Section):
     min_time_s: float = Field(0.3, gt=0, le=600)
     max_time_s: float = Field(5.0, gt=0, le=3600)
     quantile: float = Field(0.1, ge=0, le=0.5)  # GFLOPS from this quantile of the call times (docs/bench.md)
-    probe_tolerance: float = Field(0.05, gt=0, le=1)  # a call counts as made at full host speed within this
+    # a call counts as made at full host speed when its probe is within this of the node's best: a quiet run's
+    # median probe sits ~7% above the best here, the host's slow phases 20-80%
+    probe_tolerance: float = Field(0.10, gt=0, le=1)
     max_foreign_load: float = Field(0.10, ge=0, le=1)
     disturbed_retries: int = Field(2, ge=0, le=10)
 

@@ -113,7 +113,7 @@ class BatchStats:
         bench_s: wall seconds from the first submit to the last result.
         reference_gflops: the reference figure used, or None when the mode needs none.
         disturbed: results whose figure the engine flagged as disturbed (a busy host or foreign load): used, but
-            never cached, so the same kernel is measured again when it comes back.
+            measured again when the same kernel comes back (up to three times).
     """
 
     outcomes: tuple[str, ...]
