@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -94,20 +94,23 @@ def _stop(proc: subprocess.Popen[str]) -> None:
             continue
 
 
-def run_dvc_stage(dvc_stage: str, repo_root: Path, on_line: Callable[[str], Any] = print) -> DvcStageResult:
+def run_dvc_stage(dvc_stage: str, repo_root: Path, on_line: Callable[[str], Any] = print,
+                  env: Mapping[str, str] | None = None) -> DvcStageResult:
     """Run ``dvc repro <dvc_stage>`` in ``repo_root``, passing each output line to ``on_line``.
+
+    ``env`` adds to the command's environment (e.g. the log format of the stage's own Prefect run).
 
     Raises:
         DvcStageLockedError: another DVC process holds a lock (retry later).
         DvcStageError: the command exited non-zero; the message holds the tail of its output.
     """
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "DVC_NO_ANALYTICS": "1"}
+    full_env = {**os.environ, "PYTHONUNBUFFERED": "1", "DVC_NO_ANALYTICS": "1", **(env or {})}
     tail: deque[str] = deque(maxlen=TAIL_LINES)
     ran: list[str] = []
     skipped: list[str] = []
     t0 = time.monotonic()
     # A process group of its own, so that a cancelled flow run also stops the stage command DVC started.
-    proc = subprocess.Popen(dvc_repro_command(dvc_stage), cwd=repo_root, env=env, stdout=subprocess.PIPE,
+    proc = subprocess.Popen(dvc_repro_command(dvc_stage), cwd=repo_root, env=full_env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, errors="replace",
                             bufsize=1, start_new_session=True)
     try:

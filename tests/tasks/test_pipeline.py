@@ -1,0 +1,76 @@
+"""The stage's own Prefect log lines reach the pipeline's log once: no second time and level inside the message,
+the stage's level kept.
+
+Run: pytest tests/tasks/test_pipeline.py
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from tasks.pipeline import STAGE_LOG_ENV, log_line
+
+# what a stage command does: a Prefect flow with a task that logs at two levels, and a plain print
+STAGE = textwrap.dedent("""
+    from prefect import flow, get_run_logger, task
+
+    @task
+    def work():
+        get_run_logger().info("step one")
+        get_run_logger().warning("disk nearly full")
+
+    @flow(name="stage")
+    def stage():
+        print("a plain print")
+        work()
+
+    stage()
+""")
+TIMESTAMP = re.compile(r"\d\d:\d\d:\d\d\.\d{3} \|")
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[tuple[int, str]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append((record.levelno, record.getMessage()))
+
+
+def test_a_stage_flow_logs_without_time_or_level_and_keeps_its_levels(tmp_path: Path) -> None:
+    env = {**os.environ, **STAGE_LOG_ENV, "PREFECT_HOME": str(tmp_path / "prefect"), "PYTHONUNBUFFERED": "1",
+           "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "true"}
+    env.pop("PREFECT_API_URL", None)
+    out = subprocess.run([sys.executable, "-c", STAGE], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    logger = logging.getLogger("test_pipeline")
+    logger.propagate, logger.level = False, logging.DEBUG
+    handler = _Records()
+    logger.addHandler(handler)
+    for line in (out.stdout + out.stderr).splitlines():
+        log_line(logger, line)
+    records = handler.records
+    assert (logging.INFO, "a plain print") in records
+    step = [(level, msg) for level, msg in records if msg.endswith("step one")]
+    assert step and step[0][0] == logging.INFO and re.fullmatch(r"Task run 'work-\w+' - step one", step[0][1])
+    assert [level for level, msg in records if msg.endswith("disk nearly full")] == [logging.WARNING]
+    assert not [msg for _, msg in records if TIMESTAMP.search(msg) or "| INFO" in msg], records
+
+
+def test_lines_without_a_level_are_info_and_pass_unchanged() -> None:
+    logger = logging.getLogger("test_pipeline.plain")
+    logger.propagate, logger.level = False, logging.DEBUG
+    handler = _Records()
+    logger.addHandler(handler)
+    for line in ("Running stage 'sft':", " 40%|####      | 4/10 [00:01<00:01,  3.1it/s]", "ERROR|boom", "INFO no bar"):
+        log_line(logger, line)
+    assert handler.records == [(logging.INFO, "Running stage 'sft':"),
+                               (logging.INFO, " 40%|####      | 4/10 [00:01<00:01,  3.1it/s]"),
+                               (logging.ERROR, "boom"), (logging.INFO, "INFO no bar")]
