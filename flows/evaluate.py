@@ -4,7 +4,7 @@ samples, and plots (GFLOPS distributions, RL curves over steps) in ``reports/`` 
 
 Run: ``python -m flows.evaluate [--params params.yaml] [--data data] [--sft checkpoints/sft/final]
 [--rl checkpoints/rl_dgemm/final] [--report reports/eval_dgemm.json]`` (what ``dvc repro evaluate_dgemm`` runs).
-Test: the flow has no test of its own; what it runs is tested by ``pytest tests/evaluation/test_dgemm_eval.py``.
+Test: the flow has no test of its own; what it runs is tested by ``pytest tests/evaluation/test_dgemm.py``.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Read by the register flow (``flows/register.py``), which the ``train-dgemm`` pip
 is not a DVC stage itself. The rule is ``hpcrl_core.evaluation.promotion.decide_promotion``. The section is not
 called ``register``: a pydantic field of that name shadows ``ABCMeta.register`` and warns on every import.
 
-Test: ``pytest tests/test_config.py``.
+Test: ``pytest tests/evaluation/test_promotion.py`` (the rule and a bad policy) and ``pytest tests/test_config.py``.
 """
 
 from __future__ import annotations
