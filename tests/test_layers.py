@@ -56,14 +56,7 @@ def test_rewards_know_nothing_of_tracking_or_orchestration(path: Path) -> None:
     assert not bad, f"{path} imports {bad}: rewards are plain functions; runs are logged by flows and tracking.py"
 
 
-# config/model.py takes the family names for sft.families from data/schema.py; moving FAMILIES out of data/ is
-# issue 17's data restructuring, not this test's business. Strict: the mark fails once the import is gone.
-CONFIG_IMPORTS_DATA = {"hpcrl_core/config/model.py"}
-
-
-@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="imports data.schema"))
-                                  if str(p.relative_to(ROOT)) in CONFIG_IMPORTS_DATA else p
-                                  for p in _py_files("hpcrl_core/config")], ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("path", _py_files("hpcrl_core/config"), ids=lambda p: str(p.relative_to(ROOT)))
 def test_config_never_imports_data(path: Path) -> None:
     bad = {m for m in _imports(path) if m == "hpcrl_core.data" or m.startswith("hpcrl_core.data.")}
     assert not bad, f"{path} imports {bad}: the params schema must load without the data code"

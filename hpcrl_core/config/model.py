@@ -9,8 +9,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from hpcrl_core.config.base import Section
-from hpcrl_core.data.schema import FAMILIES
+from hpcrl_core.config.base import FAMILIES, Section
 
 QWEN2_LINEAR_MODULES: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 

@@ -26,9 +26,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+# the data families are defined with the params schema, which validates sft.families without the data code
+from hpcrl_core.config.base import FAMILIES as FAMILIES
 from hpcrl_core.errors import DataError
-
-FAMILIES: tuple[str, ...] = ("dgemm", "race_c", "race_fortran", "mlperf", "plp")
 
 
 @dataclass(frozen=True)
