@@ -13,9 +13,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from prefect import flow, get_run_logger, runtime
+from prefect import flow, get_run_logger
 
 import tasks.evaluate  # its task evaluate_dgemm shares this flow's name
+from flows.stage import flow_run_tags
 from hpcrl_core import tracking
 from hpcrl_core.config import load_params
 
@@ -30,7 +31,7 @@ def evaluate_dgemm(params_path: str = "params.yaml", data_dir: str = "data", sft
     out = Path(report)
     models = {"sft": Path(sft_dir), "rl": Path(rl_dir)}
     log = get_run_logger()
-    tags = {"prefect_flow_run_id": str(runtime.flow_run.id or "")}
+    tags = flow_run_tags()
     with tracking.dvc_stage_run("evaluate_dgemm", params={"evaluate": params.evaluate.model_dump()}, tags=tags):
         result = tasks.evaluate.evaluate_dgemm(models, Path(data_dir), params, out)
         steps_png = out.with_name("rl_dgemm_steps.png")

@@ -12,8 +12,9 @@ import sys
 import time
 from pathlib import Path
 
-from prefect import flow, runtime
+from prefect import flow
 
+from flows.stage import flow_run_tags
 from hpcrl_core import tracking
 from hpcrl_core.config import Settings, load_params
 from hpcrl_core.data.prepare import check_families
@@ -32,7 +33,7 @@ def prepare(params_path: str = "params.yaml", out_dir: str = "data") -> dict:
     check_families(outputs)
     summary = write_outputs(outputs, Path(out_dir))
     summary["seconds"] = round(time.monotonic() - t0, 1)
-    tags = {"prefect_flow_run_id": str(runtime.flow_run.id or "")}
+    tags = flow_run_tags()
     with tracking.dvc_stage_run("prepare", params=p.model_dump(), tags=tags):
         for family, counts in summary["families"].items():
             tracking.log_metrics({f"{family}.{k}": v for k, v in counts.items()})

@@ -19,8 +19,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from prefect import flow, get_run_logger, runtime
+from prefect import flow, get_run_logger
 
+from flows.stage import flow_run_tags
 from hpcrl_core import provenance
 from hpcrl_core.config import load_params
 from hpcrl_core.evaluation.promotion import decide_promotion, report_metrics
@@ -46,7 +47,7 @@ def register(model_dir: str = "checkpoints/rl_dgemm/final", report: str = "repor
         champion = get_alias(name, CHAMPION)
         return {"name": name, "version": same.version, "aliases": list(same.aliases), "promoted": False,
                 "champion_version": champion.version if champion else None, "already_registered": True}
-    tags["prefect_flow_run_id"] = str(runtime.flow_run.id or "")
+    tags.update(flow_run_tags())
     new = register_model_version(Path(model_dir), report_metrics(evaluation), evaluation, name, tags)
     set_alias(name, CHALLENGER, new.version)
     champion = get_alias(name, CHAMPION)  # read just before the decision; racing registrations are not serialised

@@ -13,11 +13,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from prefect import flow, get_run_logger, runtime
+from prefect import flow, get_run_logger
 
+from flows.resumable import resumable_dvc_stage
 from hpcrl_core import tracking
 from hpcrl_core.config import load_params
-from hpcrl_core.training.checkpoints import inputs_fingerprint, last_checkpoint, reset_if_stale
 from tasks.rl_dgemm import run_rl
 
 SUMMARY_KEYS = ("global_step", "train_loss", "promotions")
@@ -33,12 +33,7 @@ def rl_dgemm(params_path: str = "params.yaml", data_dir: str = "data", sft_dir: 
     settings = {"rl_dgemm": params.rl_dgemm.model_dump(), "reward": params.reward.model_dump(),
                 "bench": params.bench.model_dump()}
     log = get_run_logger()
-    if reset_if_stale(out, inputs_fingerprint([f for f in inputs if f.exists()], settings)):
-        log.info("rl_dgemm: inputs changed since the checkpoints in %s were made; starting over", out)
-    tags = {"prefect_flow_run_id": str(runtime.flow_run.id or "")}
-    # a resumed stage continues the MLflow run that made its checkpoints
-    with tracking.dvc_stage_run("rl_dgemm", params=settings, tags=tags, run_file=out / tracking.RUN_FILE,
-                                resume=last_checkpoint(out) is not None):
+    with resumable_dvc_stage("rl_dgemm", out, inputs, settings):
         result = run_rl(params, data, sft, out, report_to=["mlflow"])
         tracking.log_metrics({k: v for k, v in result.items() if isinstance(v, int | float)})
         final = Path(result["final_dir"])

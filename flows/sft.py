@@ -12,12 +12,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from prefect import flow, get_run_logger, runtime
+from prefect import flow, get_run_logger
 
+from flows.resumable import resumable_dvc_stage
 from hpcrl_core import tracking
 from hpcrl_core.config import load_params
-from hpcrl_core.evaluation.runner import samples_path_for
-from hpcrl_core.training.checkpoints import inputs_fingerprint, last_checkpoint, reset_if_stale
+from hpcrl_core.evaluation.report import samples_path_for
 from tasks.sft import evaluate_policy, run_sft
 
 
@@ -32,12 +32,7 @@ def sft(params_path: str = "params.yaml", data_dir: str = "data", out_dir: str =
     files = [data / f / name for f in params.sft.families for name in ("train.jsonl", "eval.jsonl")]
     settings = {"sft": params.sft.model_dump(), "model": params.model.model_dump()}
     log = get_run_logger()
-    if reset_if_stale(out, inputs_fingerprint([f for f in files if f.exists()], settings)):
-        log.info("sft: inputs changed since the checkpoints in %s were made; starting over", out)
-    tags = {"prefect_flow_run_id": str(runtime.flow_run.id or "")}
-    # a resumed stage continues the MLflow run that made its checkpoints
-    with tracking.dvc_stage_run("sft", params=settings, tags=tags, run_file=out / tracking.RUN_FILE,
-                                resume=last_checkpoint(out) is not None):
+    with resumable_dvc_stage("sft", out, files, settings):
         result = run_sft(params, data, out, report_to=["mlflow"])
         tracking.log_metrics({k: v for k, v in result.items() if k in ("train_loss", "eval_loss", "global_step")})
         metrics = evaluate_policy(Path(result["final_dir"]), data, params, Path(report))

@@ -14,7 +14,7 @@ from prefect.cache_policies import NO_CACHE
 
 from hpcrl_core.config import Params, Settings
 from hpcrl_core.evaluation import runner
-from hpcrl_core.evaluation.runner import samples_path_for, write_report
+from hpcrl_core.evaluation.report import samples_path_for, write_report
 from hpcrl_core.training import sft
 
 
