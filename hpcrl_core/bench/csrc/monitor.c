@@ -19,9 +19,10 @@
  * Usage (the engine builds it):  monitor OUT_FD key=value ...   or   monitor probe key=value ... (the isolation
  * the host allows)
  * keys: runner work n sizes warmup min_reps max_reps min_time max_time tol fv cores mem_mb cpu_s file_mb
- *       nofile nproc uid gid ns timeout pings probe_limit min_clean
+ *       nofile nproc uid gid ns timeout pings probe_limit min_clean gate_time
  * Timing goes on past min_reps and min_time until min_clean calls were made with the host at full speed (speed
- * probe <= probe_limit seconds; 0: no such condition), within max_time and max_reps.
+ * probe <= probe_limit seconds; 0: no such condition), for at most gate_time seconds of calls (and within
+ * max_time and max_reps).
  * Reports: {"status":"ok","times":[...],"probes":[...],"sizes":[...],"max_err":x,"handshake_s":h,"cpu_s":c,
  *           "isolation":[...]}  (probes: the host-speed probe before each timed call)
  *   or {"status":S,"detail":"...",...} with S in wrong, refused (with "syscall"), crashed (with "signal"),
@@ -76,11 +77,11 @@ struct hpcrl_mount_attr { uint64_t attr_set, attr_clr, propagation, userns_fd; }
 static struct {
     const char *runner, *work, *sizes, *cores;
     int n, warmup, min_reps, max_reps, fv, ns, pings, min_clean;
-    double min_time, max_time, tol, timeout, probe_limit;
+    double min_time, max_time, tol, timeout, probe_limit, gate_time;
     long mem_mb, cpu_s, file_mb, nofile, nproc, uid, gid;
 } P = {.uid = -1, .gid = -1, .pings = 16, .timeout = 60, .ns = 1, .tol = 4, .fv = 2, .warmup = 1, .min_reps = 5,
        .max_reps = 200, .min_time = 0.3, .max_time = 5, .mem_mb = 2048, .cpu_s = 120, .file_mb = 1, .nofile = 64,
-       .nproc = 256, .min_clean = 3};
+       .nproc = 256, .min_clean = 3, .gate_time = 1e9};
 
 static int out_fd = -1;
 static pid_t child = -1;
@@ -356,7 +357,7 @@ static void parse(int argc, char **argv) {
         S(runner) S(work) S(sizes) S(cores)
         I(n) I(warmup) I(min_reps) I(max_reps) I(fv) I(ns) I(pings) I(mem_mb) I(cpu_s) I(file_mb) I(nofile)
         I(nproc) I(uid) I(gid) I(min_clean)
-        D(min_time) D(max_time) D(tol) D(timeout) D(probe_limit)
+        D(min_time) D(max_time) D(tol) D(timeout) D(probe_limit) D(gate_time)
         finish("driver_error", 0, NULL, "unknown argument %s", k);
     }
 }
@@ -477,7 +478,8 @@ int main(int argc, char **argv) {
         times[reps++] = t;
         total += t;
         clean += P.probe_limit > 0 && pt <= P.probe_limit;
-        int enough = reps >= P.min_reps && total >= P.min_time && (P.probe_limit <= 0 || clean >= P.min_clean);
+        int settled = P.probe_limit <= 0 || clean >= P.min_clean || total >= P.gate_time;
+        int enough = reps >= P.min_reps && total >= P.min_time && settled;
         if (reps >= P.max_reps || enough || (reps >= 3 && total >= P.max_time)) break;
     }
 
