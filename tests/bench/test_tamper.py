@@ -160,9 +160,10 @@ def _check(engine: Engine, result: BenchResult, honest: BenchResult) -> None:
 
 @pytest.fixture(scope="module")
 def honest(engine: Engine, cores: tuple[int, ...]) -> BenchResult:
-    result = engine.run(HONEST, cores, n=128)
-    assert result.ok, result.detail
-    return result
+    """The same kernel without the cheat: the best of three runs, so a slow phase of the host is not the bar."""
+    runs = [engine.run(HONEST + f"\n/* run {i} */\n", cores, n=128) for i in range(3)]
+    assert all(r.ok for r in runs), [r.detail for r in runs]
+    return max(runs, key=lambda r: r.gflops or 0.0)
 
 
 @pytest.mark.parametrize("first_fd", [0, 5])
