@@ -6,8 +6,8 @@ the value received and what is allowed, and raises ``ConfigError`` with all of t
 
 Run: ``hpcrl config check [PATH]``.  Test: ``pytest tests/test_config.py``.
 
-The sections live in ``bench.py``, ``prepare.py``, ``model.py``, ``rl.py`` and ``registry.py``; this module joins
-them into ``Params`` and re-exports them, so callers import from ``hpcrl_core.config``.
+The sections live in ``bench.py``, ``prepare.py``, ``model.py``, ``rl.py``, ``hargo.py`` and ``registry.py``; this
+module joins them into ``Params`` and re-exports them, so callers import from ``hpcrl_core.config``.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from hpcrl_core.config.bench import (
     TimingParams,
     VerifyParams,
 )
+from hpcrl_core.config.hargo import ESTIMATORS, TASK_FAMILIES, RLHargoParams, TaskRewardParams
 from hpcrl_core.config.model import (
     QWEN2_LINEAR_MODULES,
     EvalParams,
@@ -47,11 +48,12 @@ from hpcrl_core.config.registry import RegistryParams
 from hpcrl_core.config.rl import RLDgemmParams, SQDParams
 from hpcrl_core.errors import ConfigError
 
-__all__ = ["BenchParams", "DEFAULT_PARAMS", "DgemmPrepParams", "EvalParams", "ExecutorParams", "HFModelParams",
-           "LoraParams", "LrScheduler", "ModelParams", "Params", "PrepareParams", "QAPrepParams",
-           "QWEN2_LINEAR_MODULES", "RLDgemmParams", "RacePrepParams", "ReferenceKind", "RegistryParams", "RewardMode",
-           "RewardParams", "SFTParams", "SOURCE_KINDS", "SQDParams", "SandboxParams", "Settings", "TimingParams",
-           "TinyModelParams", "TokenizerParams", "VerifyParams", "describe_errors", "load_params", "parse_params"]
+__all__ = ["BenchParams", "DEFAULT_PARAMS", "describe_errors", "DgemmPrepParams", "ESTIMATORS", "EvalParams",
+           "ExecutorParams", "HFModelParams", "load_params", "LoraParams", "LrScheduler", "ModelParams", "Params",
+           "parse_params", "PrepareParams", "QAPrepParams", "QWEN2_LINEAR_MODULES", "RacePrepParams",
+           "ReferenceKind", "RegistryParams", "RewardMode", "RewardParams", "RLDgemmParams", "RLHargoParams",
+           "SandboxParams", "Settings", "SFTParams", "SOURCE_KINDS", "SQDParams", "TASK_FAMILIES",
+           "TaskRewardParams", "TimingParams", "TinyModelParams", "TokenizerParams", "VerifyParams"]
 
 DEFAULT_PARAMS = Path("params.yaml")
 
@@ -64,6 +66,8 @@ class Params(Section):
     sft: SFTParams = SFTParams()
     evaluate: EvalParams = EvalParams()
     rl_dgemm: RLDgemmParams = RLDgemmParams()
+    task_reward: TaskRewardParams = TaskRewardParams()
+    rl_hargo: RLHargoParams = RLHargoParams()
     registry: RegistryParams = RegistryParams()
 
 

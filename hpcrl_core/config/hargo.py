@@ -1,0 +1,100 @@
+"""Sections ``task_reward`` and ``rl_hargo`` of params.yaml: rewards of the task families and the online HARGO
+comparison (HARGO, its ablations B1 and B2, GRPO and Dr. GRPO from one SFT start point).
+
+The reward tiers the HARGO paper fixes (race 1/0; MLPerf 1 / 0.5 / 0.2 / 0.1) are constants of
+``hpcrl_core/rewards/tasks.py``; the values it leaves to the implementer (PLP bonus and length budget) are here.
+
+Test: ``pytest tests/test_config.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, field_validator, model_validator
+
+from hpcrl_core.config.base import FAMILIES, Section
+from hpcrl_core.config.model import LrScheduler
+
+TASK_FAMILIES: tuple[str, ...] = tuple(f for f in FAMILIES if f != "dgemm")
+ESTIMATORS: tuple[str, ...] = ("grpo", "dr_grpo", "hargo", "hargo_b1", "hargo_b2")
+
+
+class TaskRewardParams(Section):
+    """PLP reward = MiniLM cosine to the reference + ``plp_bonus`` for a non-empty, non-repetitive answer
+    (``hpcrl_core.textstats.is_degenerate`` is false) - ``plp_length_penalty`` per character beyond
+    ``plp_length_budget``."""
+
+    plp_bonus: float = Field(0.1, ge=0, le=10)
+    plp_length_budget: int = Field(400, ge=1, le=1_000_000)  # characters; the PLP references are ~100-300
+    plp_length_penalty: float = Field(0.001, ge=0, le=10)  # per character over the budget
+
+
+class RLHargoParams(Section):
+    """Online RL on the task families (``dvc repro rl_hargo``): one run per (method, seed) from the HARGO SFT start.
+
+    A step generates ``num_generations`` answers for each of ``per_device_train_batch_size / num_generations``
+    prompts drawn from the mixed train sets of ``families``; every answer is scored by its own family's reward, and
+    ``estimator`` (a name in ``hpcrl_core.algorithms.ADVANTAGES``) turns the group's rewards into advantages and
+    per-response loss weights without seeing the family. ``methods`` x ``seeds`` are the runs the comparison makes.
+    """
+
+    estimator: str = "hargo"  # the method of a single run; the comparison runs each of ``methods``
+    methods: tuple[str, ...] = ESTIMATORS
+    seeds: tuple[int, ...] = (1, 2, 3)
+    alpha: float = Field(0.3, ge=0, le=100)  # confidence modulation A_mod = A (1 + alpha c)
+    rho: float = Field(0.9, ge=0, lt=1)  # EMA decay of the reference log-prob baseline g
+    max_steps: int = Field(150, ge=1, le=10_000_000)
+    learning_rate: float = Field(2e-5, gt=0, le=1)
+    lr_scheduler_type: LrScheduler = "constant"
+    warmup_ratio: float = Field(0.0, ge=0, lt=1)
+    per_device_train_batch_size: int = Field(16, ge=1, le=4096)  # answers per step: whole groups
+    num_generations: int = Field(4, ge=2, le=1024)  # G (the paper: 4)
+    gradient_accumulation_steps: int = Field(1, ge=1, le=4096)
+    temperature: float = Field(0.6, gt=0, le=5)  # the paper's sampling temperature
+    beta: float = Field(0.02, gt=0, le=100)  # KL to the frozen SFT model; > 0: HARGO's confidence needs its log-probs
+    max_completion_length: int = Field(128, ge=8, le=1_048_576)
+    families: tuple[str, ...] = TASK_FAMILIES
+    max_items_per_family: int = Field(100_000, ge=1, le=10_000_000)  # train prompts drawn per family
+    save_steps: int = Field(25, ge=1, le=10_000_000)
+    save_total_limit: int = Field(2, ge=1, le=1000)
+    logging_steps: int = Field(1, ge=1, le=10_000_000)
+    trl: dict[str, Any] = Field(default_factory=dict)  # extra GRPOConfig options
+
+    @field_validator("estimator")
+    @classmethod
+    def _known_estimator(cls, v: str) -> str:
+        if v not in ESTIMATORS:
+            raise ValueError(f"estimator {v!r} is not one of {', '.join(ESTIMATORS)}")
+        return v
+
+    @field_validator("methods")
+    @classmethod
+    def _known_methods(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [m for m in v if m not in ESTIMATORS]
+        if not v or unknown or len(set(v)) != len(v):
+            raise ValueError(f"methods must name estimators among {', '.join(ESTIMATORS)}, each once; got {list(v)}")
+        return v
+
+    @field_validator("seeds")
+    @classmethod
+    def _some_seeds(cls, v: tuple[int, ...]) -> tuple[int, ...]:
+        if not v or len(set(v)) != len(v) or any(s < 0 for s in v):
+            raise ValueError(f"seeds must be distinct non-negative integers, at least one; got {list(v)}")
+        return v
+
+    @field_validator("families")
+    @classmethod
+    def _task_families(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [f for f in v if f not in TASK_FAMILIES]
+        if not v or unknown or len(set(v)) != len(v):
+            raise ValueError(f"families must name task families among {', '.join(TASK_FAMILIES)}, each once; "
+                             f"got {list(v)}")
+        return v
+
+    @model_validator(mode="after")
+    def _groups(self) -> RLHargoParams:
+        if self.per_device_train_batch_size % self.num_generations:
+            raise ValueError(f"per_device_train_batch_size ({self.per_device_train_batch_size}) must be a multiple "
+                             f"of num_generations ({self.num_generations}): a step holds whole groups")
+        return self
