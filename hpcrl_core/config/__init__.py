@@ -31,7 +31,7 @@ from hpcrl_core.config.bench import (
     TimingParams,
     VerifyParams,
 )
-from hpcrl_core.config.hargo import ESTIMATORS, TASK_FAMILIES, RLHargoParams, TaskRewardParams
+from hpcrl_core.config.hargo import ESTIMATORS, TASK_FAMILIES, EvalHargoParams, RLHargoParams, TaskRewardParams
 from hpcrl_core.config.model import (
     QWEN2_LINEAR_MODULES,
     EvalParams,
@@ -48,11 +48,11 @@ from hpcrl_core.config.registry import RegistryParams
 from hpcrl_core.config.rl import RLDgemmParams, SQDParams
 from hpcrl_core.errors import ConfigError
 
-__all__ = ["BenchParams", "DEFAULT_PARAMS", "describe_errors", "DgemmPrepParams", "ESTIMATORS", "EvalParams",
-           "ExecutorParams", "HFModelParams", "load_params", "LoraParams", "LrScheduler", "ModelParams", "Params",
-           "parse_params", "PrepareParams", "QAPrepParams", "QWEN2_LINEAR_MODULES", "RacePrepParams",
-           "ReferenceKind", "RegistryParams", "RewardMode", "RewardParams", "RLDgemmParams", "RLHargoParams",
-           "SandboxParams", "Settings", "SFTParams", "SOURCE_KINDS", "SQDParams", "TASK_FAMILIES",
+__all__ = ["BenchParams", "DEFAULT_PARAMS", "describe_errors", "DgemmPrepParams", "ESTIMATORS", "EvalHargoParams",
+           "EvalParams", "ExecutorParams", "HFModelParams", "load_params", "LoraParams", "LrScheduler",
+           "ModelParams", "Params", "parse_params", "PrepareParams", "QAPrepParams", "QWEN2_LINEAR_MODULES",
+           "RacePrepParams", "ReferenceKind", "RegistryParams", "RewardMode", "RewardParams", "RLDgemmParams",
+           "RLHargoParams", "SandboxParams", "Settings", "SFTParams", "SOURCE_KINDS", "SQDParams", "TASK_FAMILIES",
            "TaskRewardParams", "TimingParams", "TinyModelParams", "TokenizerParams", "VerifyParams"]
 
 DEFAULT_PARAMS = Path("params.yaml")
@@ -68,6 +68,7 @@ class Params(Section):
     rl_dgemm: RLDgemmParams = RLDgemmParams()
     task_reward: TaskRewardParams = TaskRewardParams()
     rl_hargo: RLHargoParams = RLHargoParams()
+    evaluate_hargo: EvalHargoParams = EvalHargoParams()
     registry: RegistryParams = RegistryParams()
 
 

@@ -98,3 +98,15 @@ class RLHargoParams(Section):
             raise ValueError(f"per_device_train_batch_size ({self.per_device_train_batch_size}) must be a multiple "
                              f"of num_generations ({self.num_generations}): a step holds whole groups")
         return self
+
+
+class EvalHargoParams(Section):
+    """The HARGO comparison's evaluation (``dvc repro evaluate_hargo``): greedy answers of the SFT start and of every
+    (method, seed) policy to the held-out items of the task families, scored per item by that item's task score."""
+
+    seed: int = Field(1234, ge=0, le=2**32 - 1)  # bootstrap resampling
+    max_items_per_family: int = Field(100_000, ge=1, le=10_000_000)  # first this many of data/<family>/eval.jsonl
+    max_new_tokens: int = Field(128, ge=1, le=1_048_576)
+    batch_size: int = Field(16, ge=1, le=4096)  # prompts per generate() call
+    bootstrap_resamples: int = Field(2000, ge=100, le=1_000_000)  # item resamples for the confidence intervals
+    confidence: float = Field(0.95, gt=0.5, lt=1)  # two-sided percentile interval
