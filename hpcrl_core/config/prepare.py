@@ -49,6 +49,9 @@ class QAPrepParams(Section):
 class PrepareParams(Section):
     seed: int = 1234
     eval_fraction: float = Field(0.1, gt=0, lt=1)
+    # records of one hpcgpt/dataracebench source that cannot be read or labelled are quarantined (listed in the data
+    # card) up to this share of that source's records; past it the stage stops. 0: stop at the first such record
+    max_quarantine_share: float = Field(0.01, ge=0, le=1)
     sources: dict[str, tuple[str, ...]] = Field(default_factory=lambda: _default_sources())
     dgemm: DgemmPrepParams = DgemmPrepParams()
     race: RacePrepParams = RacePrepParams()

@@ -1,7 +1,8 @@
 """Data cards: one per family, as JSON (machine-readable, logged to MLflow) and markdown (for people).
 
 A card carries counts per split, label balance, lengths (characters and whitespace words of prompt and
-completion), the sources, every hygiene action, and family-specific extras (the DGEMM corpus's GFLOPS
+completion), the sources, every hygiene action, the records quarantined from file sources (count per source, and
+each with its record index or path and the reason), and family-specific extras (the DGEMM corpus's GFLOPS
 distribution, ThreadSanitizer agreement for C race items).
 
 Test: ``pytest tests/data/test_prepare.py`` (cards built, rendered and written with the data).
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from hpcrl_core.data.hygiene import HygieneReport
+from hpcrl_core.data.quarantine import quarantine_markdown
 from hpcrl_core.data.schema import Record
 from hpcrl_core.files import write_text_atomic
 
@@ -77,6 +79,8 @@ def card_markdown(card: dict[str, Any]) -> str:
     lines += ["", "## Hygiene", ""] + [f"- {k}: {v}" for k, v in card["hygiene"].items() if k != "conflict_ids"]
     if card["hygiene"].get("conflict_ids"):
         lines.append(f"- conflicting item ids (first 50): {', '.join(card['hygiene']['conflict_ids'])}")
+    if card.get("quarantine"):
+        lines += quarantine_markdown(card["quarantine"])
     if card.get("notices"):
         lines += ["", "## Licence notices", ""] + [f"- `{name}`: {what}" for name, what in card["notices"].items()]
     if card.get("extra"):

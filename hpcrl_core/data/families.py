@@ -1,6 +1,8 @@
 """Builders of each family's data from its configured sources (called by the prepare stage).
 
-Each returns a ``FamilyOutput`` (records split 9:1 with hygiene applied, and the family's data card).
+Each returns a ``FamilyOutput`` (records split 9:1 with hygiene applied, and the family's data card). Records of a
+file source that cannot be read or labelled are quarantined and listed in the card's ``quarantine`` section; more
+than ``prepare.max_quarantine_share`` of one source's records stops the family (``hpcrl_core.data.quarantine``).
 
 Test: ``pytest tests/data/test_prepare.py``.
 """
@@ -18,6 +20,7 @@ from hpcrl_core.data.dgemm.variants import generate_variants
 from hpcrl_core.data.prepare import FamilyOutput, Progress, finish, sources_of
 from hpcrl_core.data.qa.mlperf import generate_mlperf_items, load_hpcgpt_mlperf
 from hpcrl_core.data.qa.plp import generate_plp_items, load_hpcgpt_plp
+from hpcrl_core.data.quarantine import Quarantine, Quarantined
 from hpcrl_core.data.race.generator import generate_race_items
 from hpcrl_core.data.race.loaders import NOTICE_FILE, dataracebench_notice, load_dataracebench, load_hpcgpt_race
 from hpcrl_core.data.race.tsan import check_with_tsan, tsan_agreement, tsan_available
@@ -35,15 +38,22 @@ def prepare_race(language: str, p: PrepareParams, progress: Progress | None = No
     family = f"race_{language}"
     records: list[Record] = []
     drb_roots: list[Path] = []
+    quarantine = Quarantine(p.max_quarantine_share)
     for kind, path in sources_of(p, family):
         if kind == "synthetic":
             records += generate_race_items(language, p.race.per_pattern, p.seed)
-        elif kind == "dataracebench":
+            continue
+        held: list[Quarantined] = []  # records of this source that cannot be read or labelled
+        if kind == "dataracebench":
             drb_roots.append(Path(str(path)))
-            records += load_dataracebench(drb_roots[-1], language)
+            got = load_dataracebench(drb_roots[-1], language, quarantine=held)
         else:
-            records += load_hpcgpt_race(Path(str(path)), language)
+            got = load_hpcgpt_race(Path(str(path)), language, quarantine=held)
+        quarantine.admit(f"{kind}:{path}", len(got), held)
+        records += got
     out = finish(family, records, p, key=_race_stratum, group=_race_group, strip=True, t0=t0)
+    if quarantine.sources:
+        out.card["quarantine"] = quarantine.as_dict()
     if drb_roots:  # the licence notice travels with the data: written next to it, named in the card
         out.text_files[NOTICE_FILE] = dataracebench_notice(drb_roots, language)
         out.card["notices"] = {NOTICE_FILE: "DataRaceBench's licence notice; it applies to the dataracebench records "
@@ -87,13 +97,23 @@ def prepare_qa(family: str, p: PrepareParams, progress: Progress | None = None) 
     generate, load = ((generate_mlperf_items, load_hpcgpt_mlperf) if family == "mlperf"
                       else (generate_plp_items, load_hpcgpt_plp))
     records: list[Record] = []
+    quarantine = Quarantine(p.max_quarantine_share)
     for kind, path in sources_of(p, family):
-        records += generate(p.seed, qa.paraphrases) if kind == "synthetic" else load(Path(str(path)))
+        if kind == "synthetic":
+            records += generate(p.seed, qa.paraphrases)
+            continue
+        held: list[Quarantined] = []
+        got = load(Path(str(path)), quarantine=held)
+        quarantine.admit(f"{kind}:{path}", len(got), held)
+        records += got
     _say(progress, f"{family}: {len(records)} items")
     by_fact = qa.hold_out == "fact"  # else each phrasing is its own item: eval questions are unseen wordings
-    return finish(family, records, p, key=lambda r: str(r.metadata.get("topic")),
-                  group=(lambda r: str(r.metadata.get("fact_id") or r.id)) if by_fact else None,
-                  extra={"hold_out": qa.hold_out}, t0=t0)
+    out = finish(family, records, p, key=lambda r: str(r.metadata.get("topic")),
+                 group=(lambda r: str(r.metadata.get("fact_id") or r.id)) if by_fact else None,
+                 extra={"hold_out": qa.hold_out}, t0=t0)
+    if quarantine.sources:
+        out.card["quarantine"] = quarantine.as_dict()
+    return out
 
 
 def prepare_dgemm(p: PrepareParams, bench: BenchParams, settings: Settings,

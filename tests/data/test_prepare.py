@@ -1,4 +1,4 @@
-"""Tests of the prepare stage's core: cards, atomic writing, source checks.
+"""Tests of the prepare stage's core: cards, atomic writing, source checks, quarantine of broken file records.
 
 Run: pytest tests/data/test_prepare.py
 """
@@ -115,3 +115,64 @@ def test_dataracebench_notice_is_written_next_to_the_race_data(tmp_path: Path) -
     assert "NOTICE-DataRaceBench.txt" in (tmp_path / "data" / "race_c" / "card.md").read_text()
     synthetic_only = prepare_race("c", parse_params({"prepare": {"race": {"per_pattern": 2, "tsan": False}}}).prepare)
     assert not synthetic_only.text_files and "notices" not in synthetic_only.card
+
+
+RACE_FIXTURES = Path(__file__).parent / "race" / "fixtures"
+
+
+def _published_like(tmp_path: Path, good: int) -> Path:
+    """A file in HPC-GPT's task2_c_c++.json layout: ``good`` distinct labelled records, then the stray one."""
+    rows = json.loads((RACE_FIXTURES / "hpcgpt_task2_c_sample.json").read_text())
+    labelled, stray = [rows[0], rows[1], rows[4], rows[5]], rows[2]
+    out = [{**labelled[k % 4], "instruction": labelled[k % 4]["instruction"].replace("100", str(200 + k))}
+           for k in range(good)]
+    path = tmp_path / "task2_c_c++.json"
+    path.write_text(json.dumps(out[:good // 2] + [stray] + out[good // 2:], indent=4))
+    return path
+
+
+def test_one_unlabellable_record_is_quarantined_and_listed_in_the_card(tmp_path: Path) -> None:
+    from hpcrl_core.data.families import prepare_race
+
+    src = _published_like(tmp_path, 150)  # 1 of 151 broken: under the default 1%
+    p = parse_params({"prepare": {"sources": {"race_c": [f"hpcgpt:{src}"]}, "race": {"tsan": False}}}).prepare
+    out = prepare_race("c", p)
+    assert out.card["counts"]["total"] == 150
+    q = out.card["quarantine"]
+    assert q["count"] == 1 and q["max_share"] == 0.01
+    assert q["sources"] == {f"hpcgpt:{src}": {"records": 151, "kept": 150, "quarantined": 1}}
+    assert q["records"] == [{"source": f"hpcgpt:{src}", "record": 75,
+                             "reason": "field 'output': cannot read a yes/no race label from "
+                                       "\"' marker are used for each code snippet.\\n\\n1.\""}]
+    prep.write_outputs([out], tmp_path / "data")
+    md = (tmp_path / "data" / "race_c" / "card.md").read_text()
+    assert "## Quarantine" in md and f"| hpcgpt:{src} | 75 | field 'output': cannot read" in md
+    assert json.loads((tmp_path / "data" / "race_c" / "card.json").read_text())["quarantine"]["count"] == 1
+
+
+def test_too_many_broken_records_stop_the_family_naming_count_threshold_and_reasons() -> None:
+    from hpcrl_core.data.families import prepare_race
+
+    broken = RACE_FIXTURES / "hpcgpt_task2_fortran_broken.json"  # 2 of its 4 records cannot be labelled
+    p = parse_params({"prepare": {"sources": {"race_fortran": [f"hpcgpt:{broken}"]}}}).prepare
+    with pytest.raises(DataError) as err:
+        prepare_race("fortran", p)
+    msg = str(err.value)
+    assert f"hpcgpt:{broken}: 2 of 4 records (50.0%) cannot be read or labelled" in msg
+    assert "prepare.max_quarantine_share = 0.01" in msg
+    assert "record 1: field 'output' is missing" in msg and "record 2: field 'output': cannot read" in msg
+    lenient = parse_params({"prepare": {"sources": {"race_fortran": [f"hpcgpt:{broken}"]},
+                                        "max_quarantine_share": 0.5}}).prepare
+    assert prepare_race("fortran", lenient).card["quarantine"]["count"] == 2
+
+
+def test_synthetic_only_cards_have_no_quarantine_section_and_the_share_is_validated(tmp_path: Path) -> None:
+    from hpcrl_core.data.families import prepare_qa
+
+    assert "quarantine" not in prepare_qa("plp", parse_params({}).prepare).card
+    real = tmp_path / "task1_plp.json"
+    real.write_text(json.dumps([{"instruction": "What is POJ-104?", "input": "", "output": "A C/C++ dataset."}]))
+    with_file = parse_params({"prepare": {"sources": {"plp": ["synthetic", f"hpcgpt:{real}"]}}}).prepare
+    assert prepare_qa("plp", with_file).card["quarantine"]["count"] == 0  # a clean file: counted, nothing set aside
+    with pytest.raises(ConfigError, match="max_quarantine_share"):
+        parse_params({"prepare": {"max_quarantine_share": 1.5}})

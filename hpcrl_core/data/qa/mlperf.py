@@ -19,6 +19,7 @@ from typing import Any
 
 from hpcrl_core.data.qa.alpaca import load_alpaca
 from hpcrl_core.data.qa.tables import FACTS_DIR, fact_records, read_facts_table
+from hpcrl_core.data.quarantine import Quarantined
 from hpcrl_core.data.schema import Record
 
 MLPERF_FACTS = FACTS_DIR / "mlperf_facts.json"
@@ -51,13 +52,17 @@ def generate_mlperf_items(seed: int, paraphrases: int, path: Path | None = None)
                         lambda f: {"aliases": list(f["aliases"]), "partial": list(f["partial"])})
 
 
-def load_hpcgpt_mlperf(path: Path) -> list[Record]:
+def load_hpcgpt_mlperf(path: Path, quarantine: list[Quarantined] | None = None) -> list[Record]:
     """HPC-GPT's ``task1_ml_perf.json`` (Alpaca: instruction, input, output) as ``mlperf`` records.
 
     The output is both the completion and the reference answer; the file has no aliases or partial answers.
 
+    Args:
+        path: the Alpaca JSON file.
+        quarantine: when given, records that cannot be read go there instead of raising (``load_alpaca``).
+
     Raises:
-        DataError: naming the file, the record index and the field.
+        DataError: naming the file, the record index and the field (for one record only without ``quarantine``).
     """
-    return load_alpaca(path, "mlperf", system=SYSTEM,
+    return load_alpaca(path, "mlperf", system=SYSTEM, quarantine=quarantine,
                        metadata=lambda _rec: {"topic": None, "fact_id": None, "aliases": [], "partial": []})

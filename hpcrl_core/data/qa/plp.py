@@ -17,6 +17,7 @@ from typing import Any
 
 from hpcrl_core.data.qa.alpaca import load_alpaca
 from hpcrl_core.data.qa.tables import FACTS_DIR, fact_records, read_facts_table
+from hpcrl_core.data.quarantine import Quarantined
 from hpcrl_core.data.schema import Record
 
 PLP_FACTS = FACTS_DIR / "plp_facts.json"
@@ -47,13 +48,17 @@ def generate_plp_items(seed: int, paraphrases: int, path: Path | None = None) ->
                         lambda f: {"keywords": list(f["keywords"])})
 
 
-def load_hpcgpt_plp(path: Path) -> list[Record]:
+def load_hpcgpt_plp(path: Path, quarantine: list[Quarantined] | None = None) -> list[Record]:
     """HPC-GPT's ``task1_plp.json`` (Alpaca: instruction, input, output) as ``plp`` records.
 
     The output is both the completion and the reference answer; the file has no keywords.
 
+    Args:
+        path: the Alpaca JSON file.
+        quarantine: when given, records that cannot be read go there instead of raising (``load_alpaca``).
+
     Raises:
-        DataError: naming the file, the record index and the field.
+        DataError: naming the file, the record index and the field (for one record only without ``quarantine``).
     """
-    return load_alpaca(path, "plp", system=SYSTEM,
+    return load_alpaca(path, "plp", system=SYSTEM, quarantine=quarantine,
                        metadata=lambda _rec: {"topic": None, "fact_id": None, "keywords": []})

@@ -4,6 +4,9 @@
   (or the files directly under the root given), label from the file name: ``DRB001-antidep1-orig-yes.c`` -> yes.
 - HPC-GPT's Alpaca-style race files (instruction / input / output), label read from the output.
 
+Both loaders take an optional quarantine list: a record they cannot read or label is set aside there instead of
+stopping the load (``hpcrl_core.data.quarantine``; the prepare stage fails only past ``prepare.max_quarantine_share``).
+
 Records look like the synthetic ones (``generator``): same question wording for DataRaceBench, same metadata keys.
 
 Label leaks are stripped from every program (``strip_label_leaks``). DataRaceBench states the answer in its comments
@@ -26,6 +29,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from hpcrl_core.data.qa.alpaca import load_alpaca
+from hpcrl_core.data.quarantine import Quarantined
 from hpcrl_core.data.race.generator import FAMILIES, SYSTEM, race_metadata, race_question
 from hpcrl_core.data.schema import Record, assistant, messages
 from hpcrl_core.errors import DataError
@@ -53,7 +57,8 @@ _POSITIVE = re.compile(
     re.I)
 
 
-def load_dataracebench(root: Path, language: str, skip_unlabelled: bool = False) -> list[Record]:
+def load_dataracebench(root: Path, language: str, skip_unlabelled: bool = False,
+                       quarantine: list[Quarantined] | None = None) -> list[Record]:
     """DataRaceBench micro-benchmarks of one language, labelled from their file names.
 
     Args:
@@ -62,9 +67,12 @@ def load_dataracebench(root: Path, language: str, skip_unlabelled: bool = False)
         language: "c" (``.c``, ``.cpp``) or "fortran" (``.f90``, ``.f95``, ``.F90``, ``.F95``).
         skip_unlabelled: skip files whose name carries no yes/no label (some releases ship e.g. ``-dd`` files)
             instead of failing.
+        quarantine: when given, a file without a label (unless skipped) or that cannot be read is appended to it
+            (source ``dataracebench:<root>``, its path under the root, the reason) instead of raising.
 
     Raises:
-        DataError: unknown language, missing folder, no files, or a file name without a label (naming the file).
+        DataError: unknown language, missing folder, no files, or (without ``quarantine``) a file name without a
+            label or an unreadable file, naming the file.
     """
     _check_language(language)
     if not root.is_dir():
@@ -76,13 +84,20 @@ def load_dataracebench(root: Path, language: str, skip_unlabelled: bool = False)
     out = []
     for path in files:
         m = _DRB_NAME.match(path.stem)
-        if m is None:
-            if skip_unlabelled:
-                continue
-            raise DataError(f"{path}: cannot read a yes/no label from the file name; DataRaceBench names end in -yes "
-                            "or -no before the extension (e.g. DRB001-antidep1-orig-yes.c); rename the file, remove "
-                            "it, or pass skip_unlabelled=True")
-        out.append(_drb_record(path, root, language, m.group("pattern"), m.group("label").lower()))
+        if m is None and skip_unlabelled:
+            continue
+        try:
+            if m is None:
+                raise DataError(f"{path}: cannot read a yes/no label from the file name; DataRaceBench names end in "
+                                "-yes or -no before the extension (e.g. DRB001-antidep1-orig-yes.c); rename the file, "
+                                "remove it, or pass skip_unlabelled=True")
+            out.append(_drb_record(path, root, language, m.group("pattern"), m.group("label").lower()))
+        except (DataError, OSError) as err:
+            if quarantine is None:
+                raise
+            reason = str(err).removeprefix(f"{path}: ") if isinstance(err, DataError) else f"cannot be read ({err})"
+            quarantine.append(Quarantined(source=f"dataracebench:{root}", record=str(path.relative_to(root)),
+                                          reason=reason))
     return out
 
 
@@ -141,20 +156,26 @@ def _drb_reason(raw: str, label: str) -> str:
     return f"yes: {who} accessed concurrently without synchronization, and at least one access is a write."
 
 
-def load_hpcgpt_race(path: Path, language: str) -> list[Record]:
+def load_hpcgpt_race(path: Path, language: str, quarantine: list[Quarantined] | None = None) -> list[Record]:
     """HPC-GPT race records (Alpaca JSON) of one language, labelled from their outputs.
 
     The output's first word ("yes"/"no"), or else a phrase ("contains a data race", "no data race", "does not contain
     a data race", "race-free"), gives the label. Leaks are stripped from the code (inside fenced blocks when the
     question has them, else from the whole question).
 
+    Args:
+        path: the Alpaca JSON file (e.g. HPC-GPT's ``task2_c_c++.json``).
+        language: "c" or "fortran".
+        quarantine: when given, records that cannot be read or labelled go there instead of raising
+            (``load_alpaca``).
+
     Raises:
-        DataError: unknown language, missing or malformed file, or an output with no readable label, naming the file,
-            the record and the field.
+        DataError: unknown language, missing or malformed file, or (without ``quarantine``) a record that cannot be
+            read or an output with no readable label, naming the file, the record and the field.
     """
     _check_language(language)
     out = []
-    for r in load_alpaca(path, FAMILIES[language], system=SYSTEM, answer_map=race_label):
+    for r in load_alpaca(path, FAMILIES[language], system=SYSTEM, answer_map=race_label, quarantine=quarantine):
         user = _strip_question(r.question, language)
         out.append(replace(r, prompt=[*r.prompt[:-1], {"role": "user", "content": user}], id="",
                            metadata=race_metadata(language, None, r.answer)))

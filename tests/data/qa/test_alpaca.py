@@ -1,4 +1,7 @@
-"""Tests of the HPC-GPT Alpaca loader on small files in the real format. Run: pytest tests/data/qa/test_alpaca.py"""
+"""Tests of the HPC-GPT Alpaca loader on small files in the real format, and of its quarantine of broken records.
+
+Run: pytest tests/data/qa/test_alpaca.py
+"""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from hpcrl_core.data.qa.alpaca import load_alpaca
+from hpcrl_core.data.quarantine import Quarantined
 from hpcrl_core.errors import DataError
 
 ROWS = [
@@ -49,3 +53,34 @@ def test_bad_files_name_file_record_and_field(tmp_path: Path, content: str, need
 def test_missing_path(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="no such file"):
         load_alpaca(tmp_path / "absent.json", "plp")
+
+
+def test_quarantine_sets_broken_records_aside_and_loads_the_rest(tmp_path: Path) -> None:
+    f = tmp_path / "task1_ml_perf.json"
+    f.write_text(json.dumps([ROWS[0], "just a string", {"id": "q-7", "instruction": "Q?", "input": ""},
+                             {"instruction": "Q?", "input": 3, "output": "a"}, ROWS[1]]))
+    held: list[Quarantined] = []
+    recs = load_alpaca(f, "mlperf", quarantine=held)
+    assert [(r.provenance["record"], r.answer) for r in recs] == [(0, "ResNet-50 v1.5"), (4, "The open division")]
+    assert [(q.record, q.id, q.reason) for q in held] == [
+        (1, None, "expected an object, got str"),
+        (2, "q-7", "field 'output' is missing or not a non-empty string"),
+        (3, None, "field 'input' must be a string")]
+    assert {q.source for q in held} == {f"hpcgpt:{f}"}
+    strict = tmp_path / "strict.json"
+    strict.write_text(json.dumps(ROWS))
+    assert [r.id for r in recs] == [r.id for r in load_alpaca(strict, "mlperf")]  # good records unchanged
+
+
+def test_quarantine_takes_unreadable_json_lines_but_not_an_unreadable_file(tmp_path: Path) -> None:
+    lines = tmp_path / "rows.jsonl"
+    lines.write_text(json.dumps(ROWS[0]) + "\n{\"instruction\": \"q\", \"output\n" + json.dumps(ROWS[1]) + "\n")
+    held: list[Quarantined] = []
+    assert len(load_alpaca(lines, "mlperf", quarantine=held)) == 2
+    assert held[0].record == 1 and held[0].reason.startswith("(line 2): not valid JSON")
+    with pytest.raises(DataError, match=r"record 1 \(line 2\): not valid JSON"):
+        load_alpaca(lines, "mlperf")
+    broken = tmp_path / "broken.json"
+    broken.write_text('[{"instruction": "q", "output": "a"}')
+    with pytest.raises(DataError, match="not valid JSON"):
+        load_alpaca(broken, "mlperf", quarantine=[])  # the whole file is unreadable: nothing to quarantine

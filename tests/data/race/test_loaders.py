@@ -1,5 +1,5 @@
 """Tests of the DataRaceBench and HPC-GPT race loaders on small fixtures in the real formats
-(tests/data/race/fixtures/), and of label-leak stripping.
+(tests/data/race/fixtures/), of quarantining the records they cannot label, and of label-leak stripping.
 
 Run: pytest tests/data/race/test_loaders.py
 """
@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from hpcrl_core.data.quarantine import Quarantined
 from hpcrl_core.data.race.generator import SYSTEM
 from hpcrl_core.data.race.loaders import (
     NOTICE_FILE,
@@ -220,3 +221,51 @@ def test_strip_label_leaks_fortran() -> None:
             "  x = \"a!b\" // 'c' ! comment\nend program drb001_antidep1_orig_yes\n")
     assert strip_label_leaks(code, "fortran") == ("program kernel1\n  use kernel2\n  !$omp parallel do\n"
                                                   "  x = \"a!b\" // 'c'\nend program kernel1\n")
+
+
+PUBLISHED_C = FIXTURES / "hpcgpt_task2_c_sample.json"  # HPC-GPT's task2_c_c++.json layout, six records of our own
+STRAY = "' marker are used for each code snippet.\n\n1."  # the output of the one broken record of the published file
+
+
+def test_hpcgpt_published_layout_quarantines_the_stray_fragment_and_the_missing_field() -> None:
+    held: list[Quarantined] = []
+    recs = load_hpcgpt_race(PUBLISHED_C, "c", quarantine=held)
+    assert [(r.provenance["record"], r.answer) for r in recs] == [(0, "yes"), (1, "no"), (4, "yes"), (5, "no")]
+    source = f"hpcgpt:{PUBLISHED_C}"
+    assert held == [
+        Quarantined(source, 2, f"field 'output': cannot read a yes/no race label from {STRAY!r}"),
+        Quarantined(source, 3, "field 'output' is missing or not a non-empty string"),
+    ]
+    assert recs[0].question.startswith("Given the code snippet:\n#include <stdio.h>\n")
+    assert recs[0].question.endswith("Answer 'yes' if it causes a data race problem and 'no' if it will not cause a "
+                                     "data race problem.")
+    with pytest.raises(DataError, match=re.escape(f"{PUBLISHED_C}: record 2: field 'output': cannot read")):
+        load_hpcgpt_race(PUBLISHED_C, "c")  # without a quarantine list the first broken record stops the load
+
+
+def test_quarantine_leaves_good_records_as_they_were(tmp_path: Path) -> None:
+    rows = json.loads(PUBLISHED_C.read_text())
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps([rows[0], rows[1], {"instruction": "x", "input": "", "output": "Perhaps."},
+                                rows[4], rows[5]]))
+    clean = tmp_path / "clean.json"
+    clean.write_text(json.dumps([rows[0], rows[1], rows[4], rows[5]]))
+    held: list[Quarantined] = []
+    kept = load_hpcgpt_race(good, "c", quarantine=held)
+    strict = load_hpcgpt_race(clean, "c")
+    assert [r.to_json().replace(str(good), "F") for r in kept if r.provenance["record"] < 2] == \
+           [r.to_json().replace(str(clean), "F") for r in strict[:2]]  # same records, same ids, same bytes
+    assert [r.id for r in kept] == [r.id for r in strict] and len(held) == 1
+
+
+def test_dataracebench_quarantines_unlabelled_files(tmp_path: Path) -> None:
+    shutil.copy(DRB / "micro-benchmarks" / "DRB045-doall1-orig-no.c", tmp_path)
+    (tmp_path / "DRB024-simdtruedep-orig-dd.c").write_text("int main(void) { return 0; }\n")
+    held: list[Quarantined] = []
+    assert [r.answer for r in load_dataracebench(tmp_path, "c", quarantine=held)] == ["no"]
+    assert len(held) == 1 and held[0].source == f"dataracebench:{tmp_path}"
+    assert held[0].record == "DRB024-simdtruedep-orig-dd.c"
+    assert held[0].reason.startswith("cannot read a yes/no label from the file name")
+    skipped: list[Quarantined] = []
+    assert len(load_dataracebench(tmp_path, "c", skip_unlabelled=True, quarantine=skipped)) == 1
+    assert skipped == []  # a skipped file is skipped, not quarantined
