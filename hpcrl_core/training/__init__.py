@@ -1,5 +1,5 @@
-"""Assembly of TRL trainers (SFT in ``sft.py``, GRPO in ``rl.py``): params + data + policy → a ready trainer. No
-maths here.
+"""Assembly of TRL trainers (SFT in ``sft.py``, GRPO in ``rl.py``, the HARGO subclass in ``hargo.py``): params + data
++ policy → a ready trainer. No maths here (the estimators live in ``hpcrl_core/algorithms/advantages.py``).
 
 Test: ``pytest tests/training``.
 """
