@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,10 @@ from hpcrl_core.errors import ConfigError, DataError
 FACTS_DIR = Path(__file__).parent / "facts"  # packaged with hpcrl_core.data.qa (pyproject.toml package-data)
 
 _TEXT_FIELDS = ("id", "topic", "answer", "source")
+# Optional: the round ("v3.0") or suite ("datacenter") the answer holds for. A row that has one must name it in every
+# question template: an answer true in one round only, asked without the round, is a question with no right answer.
+_SCOPE_FIELDS = ("round", "suite")
+_ROUND = re.compile(r"v\d+(?:\.\d+)*")
 
 
 def read_facts_table(path: Path, topics: tuple[str, ...], list_fields: Mapping[str, bool]) -> list[dict[str, Any]]:
@@ -28,7 +33,9 @@ def read_facts_table(path: Path, topics: tuple[str, ...], list_fields: Mapping[s
 
     Every row has the text fields ``id``, ``topic``, ``answer``, ``source``, a non-empty list ``question_templates``,
     and the list fields named in ``list_fields`` (name -> whether the list must be non-empty). Ids are unique and no
-    question appears twice in the table (equal questions with different answers would be conflicts).
+    question appears twice in the table (equal questions with different answers would be conflicts). A row whose
+    answer holds for one round or suite only carries ``round`` ("v3.0") or ``suite`` ("datacenter"), and then every
+    question template must name it.
 
     Raises:
         DataError: naming the file, the row index (and id) and the field.
@@ -62,7 +69,7 @@ def _check_row(path: Path, i: int, row: Any, topics: tuple[str, ...], list_field
     if not isinstance(row, dict):
         raise DataError(f"{path}: row {i}: expected an object, got {type(row).__name__}")
     where = f"{path}: row {i} (id {row.get('id')!r})"
-    allowed = {*_TEXT_FIELDS, "question_templates", *list_fields}
+    allowed = {*_TEXT_FIELDS, *_SCOPE_FIELDS, "question_templates", *list_fields}
     unknown = sorted(set(row) - allowed)
     if unknown:
         raise DataError(f"{where}: unknown field(s) {unknown}; allowed: {', '.join(sorted(allowed))}")
@@ -81,6 +88,27 @@ def _check_row(path: Path, i: int, row: Any, topics: tuple[str, ...], list_field
     questions = [" ".join(q.lower().split()) for q in row["question_templates"]]
     if len(set(questions)) != len(questions):
         raise DataError(f"{where}: field 'question_templates' lists the same question twice")
+    _check_scope(where, row)
+
+
+def _check_scope(where: str, row: dict[str, Any]) -> None:
+    """``round`` / ``suite``, when present: a well-formed value that every question template names."""
+    for key in _SCOPE_FIELDS:
+        if key not in row:
+            continue
+        value = row[key]
+        if not isinstance(value, str) or not value.strip():
+            raise DataError(f"{where}: field {key!r} must be a non-empty string (received {value!r})")
+        if key == "round" and not _ROUND.fullmatch(value):
+            raise DataError(f"{where}: field 'round' is {value!r}; give the round as MLCommons names it, e.g. 'v0.7' "
+                            "or 'v3.0'")
+        named = re.compile(rf"(?<![\w.]){re.escape(value)}(?!\w|\.\d)", re.IGNORECASE)
+        for question in row["question_templates"]:
+            if not named.search(question):
+                raise DataError(f"{where}: field {key!r} is {value!r}, but the question template {question!r} does "
+                                f"not name it; the answer holds only for that {key}, so every question must say "
+                                f"{value!r} (reword the question), or drop the field if the answer holds in every "
+                                f"{key}")
 
 
 def pick_templates(seed: int, fact_id: str, count: int, paraphrases: int) -> list[int]:
