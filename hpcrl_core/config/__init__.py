@@ -31,7 +31,14 @@ from hpcrl_core.config.bench import (
     TimingParams,
     VerifyParams,
 )
-from hpcrl_core.config.hargo import ESTIMATORS, TASK_FAMILIES, EvalHargoParams, RLHargoParams, TaskRewardParams
+from hpcrl_core.config.hargo import (
+    ESTIMATORS,
+    TASK_FAMILIES,
+    EvalHargoParams,
+    RLHargoParams,
+    SFTHargoParams,
+    TaskRewardParams,
+)
 from hpcrl_core.config.model import (
     QWEN2_LINEAR_MODULES,
     EvalParams,
@@ -52,8 +59,8 @@ __all__ = ["BenchParams", "DEFAULT_PARAMS", "describe_errors", "DgemmPrepParams"
            "EvalParams", "ExecutorParams", "HFModelParams", "load_params", "LoraParams", "LrScheduler",
            "ModelParams", "Params", "parse_params", "PrepareParams", "QAPrepParams", "QWEN2_LINEAR_MODULES",
            "RacePrepParams", "ReferenceKind", "RegistryParams", "RewardMode", "RewardParams", "RLDgemmParams",
-           "RLHargoParams", "SandboxParams", "Settings", "SFTParams", "SOURCE_KINDS", "SQDParams", "TASK_FAMILIES",
-           "TaskRewardParams", "TimingParams", "TinyModelParams", "TokenizerParams", "VerifyParams"]
+           "RLHargoParams", "SandboxParams", "Settings", "SFTHargoParams", "SFTParams", "SOURCE_KINDS", "SQDParams",
+           "TASK_FAMILIES", "TaskRewardParams", "TimingParams", "TinyModelParams", "TokenizerParams", "VerifyParams"]
 
 DEFAULT_PARAMS = Path("params.yaml")
 
@@ -66,6 +73,7 @@ class Params(Section):
     sft: SFTParams = SFTParams()
     evaluate: EvalParams = EvalParams()
     rl_dgemm: RLDgemmParams = RLDgemmParams()
+    sft_hargo: SFTHargoParams = SFTHargoParams()
     task_reward: TaskRewardParams = TaskRewardParams()
     rl_hargo: RLHargoParams = RLHargoParams()
     evaluate_hargo: EvalHargoParams = EvalHargoParams()

@@ -1,5 +1,5 @@
-"""Sections ``task_reward`` and ``rl_hargo`` of params.yaml: rewards of the task families and the online HARGO
-comparison (HARGO, its ablations B1 and B2, GRPO and Dr. GRPO from one SFT start point).
+"""Sections ``sft_hargo``, ``task_reward``, ``rl_hargo`` and ``evaluate_hargo`` of params.yaml: the HARGO comparison
+(HARGO, its ablations B1 and B2, GRPO and Dr. GRPO from one SFT start point), its rewards and its evaluation.
 
 The reward tiers the HARGO paper fixes (race 1/0; MLPerf 1 / 0.5 / 0.2 / 0.1) are constants of
 ``hpcrl_core/rewards/tasks.py``; the values it leaves to the implementer (PLP bonus and length budget) are here.
@@ -14,10 +14,20 @@ from typing import Any
 from pydantic import Field, field_validator, model_validator
 
 from hpcrl_core.config.base import FAMILIES, Section
-from hpcrl_core.config.model import LrScheduler
+from hpcrl_core.config.model import LrScheduler, SFTParams, TinyModelParams
 
 TASK_FAMILIES: tuple[str, ...] = tuple(f for f in FAMILIES if f != "dgemm")
 ESTIMATORS: tuple[str, ...] = ("grpo", "dr_grpo", "hargo", "hargo_b1", "hargo_b2")
+
+
+class SFTHargoParams(SFTParams):
+    """The HARGO start point (``dvc repro sft_hargo``): SFT on the task families only, with its own tiny model size
+    and budget (``model.source`` and the tokenizer settings are shared with ``sft``); the comparison's every method
+    starts from it. The defaults are measured in docs/experiments.md to reach, on held-out items, race F1 >= 0.85,
+    MLPerf mean tiered score >= 0.35 and PLP similarity >= 0.6."""
+
+    families: tuple[str, ...] = TASK_FAMILIES
+    tiny: TinyModelParams = TinyModelParams()  # used when model.source is tiny
 
 
 class TaskRewardParams(Section):
