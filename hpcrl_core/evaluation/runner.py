@@ -34,7 +34,7 @@ from typing import Any
 from transformers import PreTrainedTokenizerBase
 
 from hpcrl_core.config import Params, Settings, load_params
-from hpcrl_core.data.schema import Record, read_jsonl
+from hpcrl_core.data.schema import Record
 from hpcrl_core.evaluation.dgemm import (
     bench_note,
     benchmark_groups,
@@ -46,6 +46,7 @@ from hpcrl_core.evaluation.dgemm import (
 )
 from hpcrl_core.evaluation.embeddings import plp_similarity
 from hpcrl_core.evaluation.generate import generate
+from hpcrl_core.evaluation.items import read_eval_items
 from hpcrl_core.evaluation.metrics import (
     exact_match,
     gold_race_label,
@@ -72,18 +73,6 @@ def load_model(model_dir: Path) -> tuple[Any, PreTrainedTokenizerBase]:
     return load_saved_policy(model_dir)
 
 
-def _eval_items(data_dir: Path, family: str, name: str, limit: int, notes: dict[str, str]) -> list[Record]:
-    """The first ``limit`` records of ``data_dir/family/name``; none (and a note) when the file is missing."""
-    path = data_dir / family / name
-    if not path.is_file():
-        notes[family] = f"{path} is missing; run `dvc repro prepare` to create it"
-        return []
-    records = [r for _, r in zip(range(limit), read_jsonl(path), strict=False)]
-    if not records:
-        notes[family] = f"{path} holds no records"
-    return records
-
-
 def _ticker(progress: Progress | None, label: str) -> Callable[[int, int], None] | None:
     if progress is None:
         return None
@@ -93,7 +82,7 @@ def _ticker(progress: Progress | None, label: str) -> Callable[[int, int], None]
 def _eval_dgemm(model: Any, tokenizer: PreTrainedTokenizerBase, data_dir: Path, params: Params, settings: Settings,
                 notes: dict[str, str], progress: Progress | None, rows: Rows, name: str) -> dict[str, Any] | None:
     ep = params.evaluate
-    problems = _eval_items(data_dir, "dgemm", "problems_eval.jsonl", ep.max_problems, notes)
+    problems = read_eval_items(data_dir, "dgemm", "problems_eval.jsonl", ep.max_problems, notes)
     if not problems:
         return None
     samples = sample_kernels(model, tokenizer, problems, params, progress)
@@ -118,10 +107,10 @@ def _eval_qa(family: str, model: Any, tokenizer: PreTrainedTokenizerBase, data_d
     """Greedy answers to one task family (``race`` pools race_c and race_fortran), scored by its metric."""
     limit = params.evaluate.max_items_per_family
     if family == "race":
-        parts = {f: _eval_items(data_dir, f, "eval.jsonl", limit, notes) for f in RACE_FAMILIES}
+        parts = {f: read_eval_items(data_dir, f, "eval.jsonl", limit, notes) for f in RACE_FAMILIES}
         records = [r for f in RACE_FAMILIES for r in parts[f]]
     else:
-        records = _eval_items(data_dir, family, "eval.jsonl", limit, notes)
+        records = read_eval_items(data_dir, family, "eval.jsonl", limit, notes)
     if not records:
         return None
     answers = _greedy(model, tokenizer, records, params, family, progress)
