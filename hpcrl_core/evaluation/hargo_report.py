@@ -1,0 +1,108 @@
+"""What people read of the HARGO comparison (``reports/eval_hargo.json``, made by ``hargo.comparison_report``): a
+markdown table with intervals, a sentence on what one item is worth, and a bar plot with interval whiskers.
+
+- ``markdown_table``: one row per model (``sft`` first): WinRate vs SFT, race F1, PLP similarity, MLPerf EM and
+  MLPerf score as ``mean [lo, hi]``, then the degenerate share and the mean MLPerf answer length (seed-means).
+- ``what_one_item_is_worth``: how much one item moves each rate (1/n per family), printed under the table.
+- ``plot_comparison``: one panel per headline metric, a bar per model at its seed-mean, whiskers at the interval,
+  dots at the single seeds (matplotlib, Agg backend, written atomically).
+
+Test: ``pytest tests/evaluation/test_hargo_report.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from hpcrl_core.evaluation.plots import _save, plt
+
+# (column label, headline metric) shown as "mean [lo, hi]"
+TABLE_METRICS: tuple[tuple[str, str], ...] = (
+    ("WinRate vs SFT", "winrate"), ("race F1", "race_f1"), ("PLP sim", "plp_similarity"),
+    ("MLPerf EM", "mlperf_em"), ("MLPerf score", "mlperf_avg_score"),
+)
+# (column label, headline metric, format) shown as the seed-mean alone
+PLAIN_METRICS: tuple[tuple[str, str, str], ...] = (
+    ("degenerate", "degenerate_share", "{:.3f}"), ("MLPerf length (chars)", "mlperf_length_mean", "{:.1f}"),
+)
+
+
+def models(report: Mapping[str, Any]) -> list[str]:
+    """The model blocks of a comparison report, in report order (``sft`` first)."""
+    return [name for name in report if name != "meta"]
+
+
+def _with_interval(entry: Mapping[str, Any] | None) -> str:
+    if entry is None:
+        return "-"
+    lo, hi = entry["ci"]
+    return f"{entry['mean']:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+def what_one_item_is_worth(report: Mapping[str, Any]) -> str:
+    """A sentence saying how much one item moves a single run's rate, per family (1/n), from ``meta.one_item``."""
+    worth = report["meta"]["one_item"]
+    parts = ", ".join(f"{family} {value:.4f}" for family, value in worth.items())
+    return (f"One item moves a single run's rate by 1/n: {parts} (race = pooled race accuracy; all = WinRate and the "
+            "degenerate share); it moves a seed-mean over k seeds by a k-th of that.")
+
+
+def markdown_table(report: Mapping[str, Any]) -> str:
+    """A markdown table of the comparison, one row per model, and a footer naming the interval and item counts.
+
+    Args:
+        report: ``hargo.comparison_report``'s dict (or ``reports/eval_hargo.json`` read back).
+
+    Returns:
+        The table and its footer lines, joined by newlines (no trailing newline).
+    """
+    meta = report["meta"]
+    header = ["model", "seeds", *(label for label, _ in TABLE_METRICS), *(label for label, _, _ in PLAIN_METRICS)]
+    lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
+    for name in models(report):
+        block = report[name]
+        cells = [name, str(len(block["seeds"]))]
+        cells += [_with_interval(block["metrics"][key]) for _, key in TABLE_METRICS]
+        cells += ["-" if block["metrics"][key] is None else fmt.format(block["metrics"][key]["mean"])
+                  for _, key, fmt in PLAIN_METRICS]
+        lines.append("| " + " | ".join(cells) + " |")
+    items = ", ".join(f"{family} {n}" for family, n in meta["items"].items())
+    lines += ["", f"Mean over seeds [{meta['confidence']:.0%} interval: percentile bootstrap over items, "
+                  f"{meta['resamples']} resamples, paired with the SFT answers]. Items: {items}.",
+              what_one_item_is_worth(report)]
+    return "\n".join(lines)
+
+
+def plot_comparison(report: Mapping[str, Any], path: Path, title: str = "") -> None:
+    """Bars of each model's seed-mean per headline metric, whiskers at the interval, dots at the seeds; PNG.
+
+    Args:
+        report: ``hargo.comparison_report``'s dict.
+        path: the PNG to write (folders are created; written atomically).
+        title: the figure's title; a default names the interval.
+    """
+    names = models(report)
+    fig, axes = plt.subplots(1, len(TABLE_METRICS), figsize=(3.2 * len(TABLE_METRICS), 4.2), sharey=False)
+    for ax, (label, key) in zip(axes, TABLE_METRICS, strict=True):
+        for i, name in enumerate(names):
+            entry = report[name]["metrics"][key]
+            if entry is None:
+                continue
+            lo, hi = entry["ci"]
+            mean = entry["mean"]
+            ax.bar(i, mean, color=f"C{i}", alpha=0.75)
+            ax.errorbar(i, mean, yerr=[[max(mean - lo, 0.0)], [max(hi - mean, 0.0)]], color="black", capsize=4)
+            seeds = list(entry["seeds"].values())
+            ax.scatter([i + 0.12 * (j - (len(seeds) - 1) / 2) for j in range(len(seeds))], seeds, s=12,
+                       color="black", zorder=3)
+        if key == "winrate":
+            ax.axhline(0.5, color="grey", linestyle="--", linewidth=1)  # no difference from SFT
+        ax.set_xticks(range(len(names)), names, rotation=45, ha="right")
+        ax.set_title(label)
+        ax.grid(axis="y", alpha=0.3)
+    meta = report["meta"]
+    fig.suptitle(title or f"HARGO comparison on held-out items: seed-mean, {meta['confidence']:.0%} bootstrap "
+                          f"interval over items, dots = seeds")
+    _save(fig, path)
