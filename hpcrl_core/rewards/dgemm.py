@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import statistics
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
@@ -34,40 +34,15 @@ from typing import Any
 from hpcrl_core.bench.result import BenchResult, Status
 from hpcrl_core.bench.techniques.technique import parse_techniques
 from hpcrl_core.errors import ConfigError, DataError
+from hpcrl_core.rewards.completions import completion_text
 from hpcrl_core.rewards.ladder import needs_reference, penalty, shape_reward
-from hpcrl_core.rewards.registry import RewardContext, register_reward
+from hpcrl_core.rewards.registry import BenchExecutor, RewardContext, register_reward
 
 NAME = "dgemm_gflops"
 VIOLATION = "technique_violation"  # the outcome of a kernel that uses a technique its problem does not permit
 # keyword arguments TRL adds beside the dataset columns; not passed on to the observer
 _TRAINER_KWARGS = frozenset({"prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric",
                              "environments"})
-
-
-def completion_text(completion: Any) -> str:
-    """The text of one completion: a string, or the assistant messages of a conversational completion.
-
-    Raises:
-        TypeError: neither a string nor a list of messages.
-    """
-    if isinstance(completion, str):
-        return completion
-    if isinstance(completion, list) and all(isinstance(m, Mapping) for m in completion):
-        parts = [_content_text(m.get("content")) for m in completion if m.get("role", "assistant") == "assistant"]
-        return "\n".join(p for p in parts if p)
-    raise TypeError(f"a completion must be a string or a list of chat messages, got {type(completion).__name__}: "
-                    f"{str(completion)[:80]!r}")
-
-
-def _content_text(content: Any) -> str:
-    """A message's content: a string, or a list of parts of which the ``text`` ones count."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(p.get("text") or "") for p in content if isinstance(p, Mapping) and p.get("type") == "text")
-    return str(content)
 
 
 def permitted_sets(permitted: Sequence[Any] | None, count: int) -> list[frozenset[str]]:
@@ -147,8 +122,14 @@ class DgemmGflopsReward:
     """The ``dgemm_gflops`` reward function (see the module docstring). Call it as TRL does."""
 
     def __init__(self, ctx: RewardContext) -> None:
-        """Raises ``ConfigError`` when the mode needs a reference the context lacks or has of another kind."""
+        """Raises ``ConfigError`` when the context has no benchmark executor, or the mode needs a reference the
+        context lacks or has of another kind."""
         self.__name__ = NAME  # TRL names the reward in its logs by this
+        if ctx.executor is None:
+            raise ConfigError(f"reward {NAME} benchmarks every kernel but its RewardContext has no executor "
+                              "(received executor=None); build it with one, e.g. RewardContext(params, "
+                              "LocalExecutor(engine, cache, cores=...)), as hpcrl_core/training/rl.py does")
+        self.executor: BenchExecutor = ctx.executor
         self.ctx = ctx
         self.n = ctx.params.rl_dgemm.bench_n
         reward = ctx.params.reward
@@ -214,7 +195,7 @@ class DgemmGflopsReward:
         futures: dict[str, Future[BenchResult]] = {}
         for text in texts:  # every job is queued before any result is awaited: the batch runs concurrently
             if text not in futures:
-                futures[text] = self.ctx.executor.submit(text, self.n)
+                futures[text] = self.executor.submit(text, self.n)
         reference = None
         if self.ctx.reference is not None and needs_reference(self.ctx.params.reward):
             reference = self.ctx.reference.gflops(self.n)  # cheap when fresh; else measured on a free slot

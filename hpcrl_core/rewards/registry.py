@@ -1,14 +1,17 @@
-"""The ``REWARDS`` registry: reward functions chosen by name in params.yaml (``rl_dgemm.rewards``).
+"""The ``REWARDS`` registry: reward functions chosen by name (params.yaml ``rl_dgemm.rewards``; the HARGO trainer
+builds ``hpc_tasks``).
 
 A registered entry is a factory ``factory(ctx) -> reward function``. The reward function has TRL's signature
 (``func(prompts=..., completions=..., completion_ids=..., **columns) -> list[float]``) and a ``__name__`` that
-TRL logs it under. ``RewardContext`` holds what a reward may need: the params, a benchmark executor, a reference
-figure source and an observer the trainer uses to see every scored batch (SQD curriculum, QD archive).
+TRL logs it under. ``RewardContext`` holds what a reward may need: the params, a benchmark executor (the DGEMM
+reward needs one; the task rewards do not and take ``None``), a reference figure source and an observer the
+trainer uses to see every scored batch (SQD curriculum, QD archive).
 
     @register_reward("my_reward")
     def my_reward(ctx: RewardContext) -> RewardFunc: ...
 
     reward_fn = get_reward("dgemm_gflops")(RewardContext(params, executor, tracker, observer))
+    task_fn = get_reward("hpc_tasks")(RewardContext(params))  # no benchmark behind it
 
 Test: ``pytest tests/rewards/test_registry.py`` (a contract test runs over every registered name).
 """
@@ -54,14 +57,16 @@ class RewardContext:
     """Everything a reward factory may use.
 
     Attributes:
-        params: the validated params.yaml (``reward`` and ``rl_dgemm`` sections are read).
-        executor: the benchmark backend; built with the engine settings of ``rl_dgemm.bench_n``.
+        params: the validated params.yaml (``dgemm_gflops`` reads ``reward`` and ``rl_dgemm``; the task rewards
+            read ``task_reward``).
+        executor: the benchmark backend, built with the engine settings of ``rl_dgemm.bench_n``; None where no
+            reward benchmarks (a reward that needs one raises ``ConfigError`` when built without it).
         reference: source of the reference GFLOPS; required when ``reward.mode`` is relative or log_speedup.
         observer: called with every scored batch, or None.
     """
 
     params: Params
-    executor: BenchExecutor
+    executor: BenchExecutor | None = None
     reference: ReferenceSource | None = None
     observer: RewardObserver | None = None
 
@@ -97,4 +102,5 @@ def get_reward(name: str) -> RewardFactory:
         return REWARDS[name]
     except KeyError:
         known = ", ".join(sorted(REWARDS)) or "(none)"
-        raise ConfigError(f"unknown reward {name!r} in rl_dgemm.rewards; known rewards: {known}") from None
+        raise ConfigError(f"unknown reward {name!r} (rl_dgemm.rewards, or the name a trainer asks for); known "
+                          f"rewards: {known}; use one of them") from None

@@ -21,7 +21,7 @@ from hpcrl_core.bench.result import BenchResult, Status
 from hpcrl_core.config import Params, parse_params
 from hpcrl_core.errors import BenchInfraError, ConfigError, DataError
 from hpcrl_core.rewards import RewardContext, get_reward
-from hpcrl_core.rewards.dgemm import BatchStats, DgemmGflopsReward, completion_text
+from hpcrl_core.rewards.dgemm import BatchStats, DgemmGflopsReward
 
 SIG = "void dgemm(int n, const double *A, const double *B, double *C)"
 LOOPS = """
@@ -209,12 +209,9 @@ def test_relative_mode_needs_a_matching_reference() -> None:
                                         FakeReference()))
 
 
-def test_completion_text_forms() -> None:
-    assert completion_text("x") == "x"
-    assert completion_text([{"role": "assistant", "content": [{"type": "text", "text": "a"}, {"type": "image"}]},
-                            {"role": "tool", "content": "ignored"}, {"role": "assistant", "content": "b"}]) == "a\nb"
-    with pytest.raises(TypeError, match="string or a list of chat messages"):
-        completion_text(42)
+def test_building_without_an_executor_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="dgemm_gflops benchmarks every kernel but .* no executor"):
+        get_reward("dgemm_gflops")(RewardContext(_params()))
 
 
 def test_stats_without_verified_kernels_log_zero_gflops() -> None:
