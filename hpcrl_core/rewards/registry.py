@@ -62,7 +62,7 @@ class RewardContext:
         executor: the benchmark backend, built with the engine settings of ``rl_dgemm.bench_n``; None where no
             reward benchmarks (a reward that needs one raises ``ConfigError`` when built without it).
         reference: source of the reference GFLOPS; required when ``reward.mode`` is relative or log_speedup.
-        observer: called with every scored batch, or None.
+        observer: called with every scored batch by ``dgemm_gflops`` (the task rewards do not call it), or None.
     """
 
     params: Params

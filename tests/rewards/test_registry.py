@@ -2,7 +2,9 @@
 
 The contract: called as TRL calls it, a reward returns one finite float per completion, in order, for plain
 string and conversational completions alike, ignores dataset columns it does not know, and logs through
-``log_metric``. A new reward adds its sample batch to ``SAMPLES``.
+``log_metric``. A new reward adds its sample batch to ``SAMPLES``; a sample marked ``bench`` gets a context with a
+real benchmark executor (and runs as an integration test), the others a context without one, as their trainers
+build them.
 
 Run: pytest tests/rewards/test_registry.py
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +39,36 @@ void dgemm(int n, const double *A, const double *B, double *C) {
 }
 ```"""
 
-# name -> (completion texts, dataset columns the reward needs); texts 0 and 1 are the same answer
-SAMPLES: dict[str, tuple[list[str], dict[str, list[Any]]]] = {
-    "dgemm_gflops": ([KERNEL, KERNEL, "I cannot write C."], {"permitted": [[], [], ["openmp"]]}),
+PLP_REF = "CodeSearchNet covers six programming languages: Go, Java, JavaScript, PHP, Python and Ruby."
+
+
+@dataclass(frozen=True)
+class Sample:
+    """A contract batch: texts 0 and 1 are the same (good) answer, text 2 a worse one; the dataset columns the
+    reward needs; whether it needs a benchmark executor."""
+
+    texts: list[str]
+    columns: dict[str, list[Any]]
+    bench: bool = False
+
+
+SAMPLES: dict[str, Sample] = {
+    "dgemm_gflops": Sample([KERNEL, KERNEL, "I cannot write C."], {"permitted": [[], [], ["openmp"]]}, bench=True),
+    "race_verdict": Sample(["yes", "yes", "Yes, I think so."], {"family": ["race_c", "race_c", "race_fortran"],
+                                                               "answer": ["yes"] * 3}),
+    "mlperf_tiered": Sample(["ImageNet", "ImageNet", "COCO"], {"answer": ["ImageNet"] * 3,
+                                                               "aliases": [["ImageNet-1k"]] * 3, "partial": [[]] * 3}),
+    "plp_similarity": Sample([PLP_REF, PLP_REF, ""], {"answer": [PLP_REF] * 3}),
+    "hpc_tasks": Sample([PLP_REF, PLP_REF, "no"], {"family": ["plp", "plp", "race_c"],
+                                                   "answer": [PLP_REF, PLP_REF, "yes"],
+                                                   "aliases": [[], [], []], "partial": [[], [], []]}),
 }
+
+
+def _cases() -> list[Any]:
+    """Every registered name; those that benchmark are integration tests."""
+    return [pytest.param(name, marks=pytest.mark.integration) if name in SAMPLES and SAMPLES[name].bench else name
+            for name in sorted(REWARDS)]
 
 
 @pytest.fixture(scope="module")
@@ -71,13 +100,17 @@ def test_every_reward_has_a_contract_sample() -> None:
     assert set(REWARDS) <= set(SAMPLES), f"add a sample batch to SAMPLES for {sorted(set(REWARDS) - set(SAMPLES))}"
 
 
-@pytest.mark.integration
-@pytest.mark.parametrize("name", sorted(REWARDS))
-def test_reward_contract(name: str, executor: LocalExecutor) -> None:
+@pytest.mark.parametrize("name", _cases())
+def test_reward_contract(name: str, request: pytest.FixtureRequest) -> None:
     params = parse_params({"rl_dgemm": {"bench_n": 64}, "reward": {"mode": "relative", "reference": "naive"}})
-    ref = ReferenceTracker(executor, "naive", params.reward.reference_ttl_s)
-    fn = get_reward(name)(RewardContext(params, executor, ref))
-    texts, columns = SAMPLES[name]
+    sample = SAMPLES[name]
+    if sample.bench:
+        executor: LocalExecutor = request.getfixturevalue("executor")
+        ctx = RewardContext(params, executor, ReferenceTracker(executor, "naive", params.reward.reference_ttl_s))
+    else:
+        ctx = RewardContext(params)
+    fn = get_reward(name)(ctx)
+    texts, columns = sample.texts, sample.columns
     # TRL hands chat completions as message lists; the second is the first one, conversational
     completions: list[Any] = [texts[0], [{"role": "assistant", "content": texts[1]}], *texts[2:]]
     metrics: dict[str, float] = {}
