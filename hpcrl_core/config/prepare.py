@@ -36,6 +36,9 @@ class DgemmPrepParams(Section):
 
 class RacePrepParams(Section):
     per_pattern: int = Field(60, ge=1, le=10_000)  # synthetic items per (pattern, label); pairs: docs/data.md
+    # more minimal pairs per pattern, generated for eval only (never trained) beside the 9:1 split of the per_pattern
+    # pairs: 6 gives 192 eval items per language, above HARGO's 185 (C) and 157 (Fortran)
+    eval_pairs: int = Field(6, ge=0, le=10_000)
     tsan: bool = True  # run C items under ThreadSanitizer and report agreement in the card
 
 
@@ -44,6 +47,9 @@ class QAPrepParams(Section):
     # "phrasing": eval asks facts seen in training in words never seen (does SFT inject the fact?);
     # "fact": eval asks facts never seen in training (only answerable by a model that knew them before)
     hold_out: Literal["phrasing", "fact"] = "phrasing"
+    # with hold_out "phrasing": held-out templates per fact (held_out_templates) asked in eval only, beside the 9:1
+    # split of the trained phrasings; 2 gives 220+ MLPerf and 130+ PLP eval items (HARGO: 182 and 60). 0: none
+    eval_phrasings: int = Field(2, ge=0, le=20)
 
 
 class PrepareParams(Section):

@@ -41,7 +41,7 @@ def prepare_race(language: str, p: PrepareParams, progress: Progress | None = No
     quarantine = Quarantine(p.max_quarantine_share)
     for kind, path in sources_of(p, family):
         if kind == "synthetic":
-            records += generate_race_items(language, p.race.per_pattern, p.seed)
+            records += generate_race_items(language, p.race.per_pattern, p.seed, p.race.eval_pairs)
             continue
         held: list[Quarantined] = []  # records of this source that cannot be read or labelled
         if kind == "dataracebench":
@@ -98,9 +98,10 @@ def prepare_qa(family: str, p: PrepareParams, progress: Progress | None = None) 
                       else (generate_plp_items, load_hpcgpt_plp))
     records: list[Record] = []
     quarantine = Quarantine(p.max_quarantine_share)
+    eval_phrasings = qa.eval_phrasings if qa.hold_out == "phrasing" else 0
     for kind, path in sources_of(p, family):
-        if kind == "synthetic":
-            records += generate(p.seed, qa.paraphrases)
+        if kind == "synthetic":  # held-out phrasings only with hold_out "phrasing": under "fact", facts are held out
+            records += generate(p.seed, qa.paraphrases, eval_phrasings=eval_phrasings)
             continue
         held: list[Quarantined] = []
         got = load(Path(str(path)), quarantine=held)
@@ -110,7 +111,7 @@ def prepare_qa(family: str, p: PrepareParams, progress: Progress | None = None) 
     by_fact = qa.hold_out == "fact"  # else each phrasing is its own item: eval questions are unseen wordings
     out = finish(family, records, p, key=lambda r: str(r.metadata.get("topic")),
                  group=(lambda r: str(r.metadata.get("fact_id") or r.id)) if by_fact else None,
-                 extra={"hold_out": qa.hold_out}, t0=t0)
+                 extra={"hold_out": qa.hold_out, "eval_phrasings": eval_phrasings}, t0=t0)
     if quarantine.sources:
         out.card["quarantine"] = quarantine.as_dict()
     return out

@@ -7,7 +7,10 @@ Every action is counted in a ``HygieneReport`` that goes into the family's data 
 - identifiers that leak a race label (``DRB001-antidep1-orig-yes``, ``foo_yes``) are stripped from prompts;
 - the split is stratified by a key (the label, the technique set ...) with a fixed seed, 9:1 by default; items of
   one group (paraphrases of one fact, prompts paired with one kernel) stay on one side; and no content hash
-  appears in both train and eval (checked, not assumed).
+  appears in both train and eval (checked, not assumed);
+- items generated for evaluation only (held-out phrasings of a fact, held-out race pairs; ``held_out``) go to eval
+  with their whole group, outside the 9:1 draw, so the other items split exactly as without them; a held-out group
+  that holds a conflicting item goes to train like every conflict.
 
 Test: ``pytest tests/data/test_hygiene.py``.
 """
@@ -41,12 +44,13 @@ class HygieneReport:
     train: int = 0
     eval: int = 0
     overlap_checked: bool = False
+    held_out: int = 0  # eval items that were generated for eval only (not drawn by the 9:1 split)
 
     def as_dict(self) -> dict[str, object]:
         return {"input_items": self.input_items, "duplicates_dropped": self.duplicates_dropped,
                 "conflicting_items": len(self.conflicts), "conflict_ids": self.conflicts[:50],
                 "leaks_stripped": self.leaks_stripped, "train": self.train, "eval": self.eval,
-                "train_eval_overlap": 0 if self.overlap_checked else None}
+                "eval_held_out": self.held_out, "train_eval_overlap": 0 if self.overlap_checked else None}
 
 
 def strip_leaks(text: str) -> tuple[str, int]:
@@ -98,11 +102,12 @@ def find_conflicts(records: Sequence[Record]) -> set[str]:
 
 
 Grouper = Callable[[Record], str]
+Selector = Callable[[Record], bool]
 
 
 def stratified_split(records: Sequence[Record], key: Grouper, eval_fraction: float, seed: int,
-                     never_eval: set[str] | None = None,
-                     group: Grouper | None = None) -> tuple[list[Record], list[Record]]:
+                     never_eval: set[str] | None = None, group: Grouper | None = None,
+                     held_out: Selector | None = None) -> tuple[list[Record], list[Record]]:
     """Split each stratum ``eval_fraction`` : rest, fixed by the seed and the group names.
 
     Args:
@@ -113,9 +118,12 @@ def stratified_split(records: Sequence[Record], key: Grouper, eval_fraction: flo
         never_eval: ids that always go to train (conflicts); their whole group goes with them.
         group: items with the same group (paraphrases of one fact, prompts of one kernel) stay on one side;
             by default each item is its own group.
+        held_out: items made for eval only; a group holding one goes to eval (to train if it holds a
+            ``never_eval`` id) and takes no part in the draw, so the other groups split as without it.
     """
     never_eval = never_eval or set()
     group = group or (lambda r: r.id)
+    held_out = held_out or (lambda r: False)
     strata: dict[str, dict[str, list[Record]]] = defaultdict(lambda: defaultdict(list))
     for r in records:
         strata[key(r)][group(r)].append(r)
@@ -125,17 +133,20 @@ def stratified_split(records: Sequence[Record], key: Grouper, eval_fraction: flo
         # Ordered by a hash of (seed, stratum, group), not shuffled by a seeded stream: a group more or less in one
         # stratum moves no other group across the split (hpcrl_core.data.stable).
         groups = [strata[name][g] for g in sorted(strata[name], key=lambda g: stable_unit("split", seed, name, g))]
-        eligible = [g for g in groups if not any(r.id in never_eval for r in g)]
+        barred = [any(r.id in never_eval for r in g) for g in groups]
+        held = [not bar and any(held_out(r) for r in g) for g, bar in zip(groups, barred, strict=True)]
+        eligible = [g for g, bar, h in zip(groups, barred, held, strict=True) if not bar and not h]
         k = round(len(eligible) * eval_fraction) if len(eligible) > 1 else 0
-        chosen = {id(g) for g in eligible[:k]}
+        chosen = {id(g) for g in eligible[:k]} | {id(g) for g, h in zip(groups, held, strict=True) if h}
         for g in groups:
             (evals if id(g) in chosen else train).extend(g)
     return train, evals
 
 
 def clean_and_split(records: Sequence[Record], key: Grouper, eval_fraction: float, seed: int, strip: bool = False,
-                    group: Grouper | None = None) -> tuple[list[Record], list[Record], HygieneReport]:
-    """The whole hygiene pass for one family.
+                    group: Grouper | None = None,
+                    held_out: Selector | None = None) -> tuple[list[Record], list[Record], HygieneReport]:
+    """The whole hygiene pass for one family (``held_out``: items made for eval only, see ``stratified_split``).
 
     Raises:
         DataError: if, after all, a content hash is in both train and eval (a bug, never silent).
@@ -149,9 +160,11 @@ def clean_and_split(records: Sequence[Record], key: Grouper, eval_fraction: floa
     items, report.duplicates_dropped = dedupe(items)
     conflicts = find_conflicts(items)
     report.conflicts = sorted(conflicts)
-    train, evals = stratified_split(items, key, eval_fraction, seed, never_eval=conflicts, group=group)
+    train, evals = stratified_split(items, key, eval_fraction, seed, never_eval=conflicts, group=group,
+                                    held_out=held_out)
     overlap = {r.content_hash() for r in train} & {r.content_hash() for r in evals}
     if overlap:
         raise DataError(f"{len(overlap)} items are in both train and eval after the split (hygiene bug)")
     report.train, report.eval, report.overlap_checked = len(train), len(evals), True
+    report.held_out = sum(1 for r in evals if held_out and held_out(r))
     return train, evals, report

@@ -66,13 +66,23 @@ def sources_of(p: PrepareParams, family: str) -> list[tuple[str, Path | None]]:
 def finish(family: str, records: list[Record], p: PrepareParams, key: Callable[[Record], str], *, strip: bool = False,
            group: Callable[[Record], str] | None = None, extra: dict[str, Any] | None = None,
            t0: float | None = None) -> FamilyOutput:
-    """Hygiene, split and card for a family's records."""
+    """Hygiene, split and card for a family's records.
+
+    Records marked ``provenance["held_out"]`` (generated for evaluation only: held-out phrasings, held-out race
+    pairs) go to eval outside the 9:1 draw (``hygiene.stratified_split``).
+    """
     if not records:
         raise DataError(f"family {family}: its sources produced no items")
-    train, evals, report = clean_and_split(records, key, p.eval_fraction, p.seed, strip=strip, group=group)
+    train, evals, report = clean_and_split(records, key, p.eval_fraction, p.seed, strip=strip, group=group,
+                                           held_out=is_held_out)
     card = build_card(family, train, evals, report, extra)
     return FamilyOutput(family, {"train.jsonl": train, "eval.jsonl": evals}, card,
                         time.monotonic() - t0 if t0 else 0.0)
+
+
+def is_held_out(r: Record) -> bool:
+    """Whether a record was generated for evaluation only (``provenance["held_out"]``)."""
+    return r.provenance.get("held_out") is True
 
 
 def write_outputs(outputs: list[FamilyOutput], out_dir: Path) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Tests of hygiene: planted duplicates, conflicts and leaks are caught; splits are stratified and disjoint.
+"""Tests of hygiene: planted duplicates, conflicts and leaks are caught; splits are stratified and disjoint;
+items made for eval only go to eval without moving any other item.
 
 Run: pytest tests/data/test_hygiene.py
 """
@@ -68,3 +69,27 @@ def test_one_group_more_moves_no_other_group_across_the_split() -> None:
     _, evals, _ = clean_and_split(items, lambda r: r.answer, 0.1, 9)
     _, evals_more, _ = clean_and_split(items + [_race(1000, "yes")], lambda r: r.answer, 0.1, 9)
     assert len({r.id for r in evals} ^ {r.id for r in evals_more}) <= 2  # at most the newcomer swaps in for one
+
+
+def test_held_out_items_go_to_eval_and_move_nothing_else() -> None:
+    items = [_race(i, "yes" if i % 2 else "no") for i in range(100)]
+    held = [Record("race_c", messages(None, f"Held {i}?"), assistant("yes"), "yes", {"label": "yes"},
+                   {"source": "test", "held_out": True}) for i in range(7)]
+
+    def is_held(r: Record) -> bool:
+        return r.provenance.get("held_out") is True
+
+    train, evals, rep = clean_and_split(items, lambda r: r.answer, 0.1, 3)
+    train_h, evals_h, rep_h = clean_and_split(items + held, lambda r: r.answer, 0.1, 3, held_out=is_held)
+    assert train_h == train  # the 9:1 draw of the other items is exactly as without them
+    assert [r for r in evals_h if not is_held(r)] == evals and {r.id for r in held} <= {r.id for r in evals_h}
+    assert (rep.eval, rep_h.eval, rep_h.held_out, rep_h.as_dict()["eval_held_out"]) == (10, 17, 7, 7)
+
+
+def test_a_held_out_item_with_a_conflicting_answer_goes_to_train() -> None:
+    items = [_race(i, "yes" if i % 2 else "no") for i in range(20)]
+    clash = Record("race_c", items[4].prompt, assistant("yes"), "yes", {"label": "yes"},
+                   {"source": "test", "held_out": True})  # item 4's question, the other answer
+    train, evals, rep = clean_and_split(items + [clash], lambda r: r.answer, 0.1, 3,
+                                        held_out=lambda r: r.provenance.get("held_out") is True)
+    assert clash.id in {r.id for r in train} and clash.id in rep.conflicts and rep.held_out == 0

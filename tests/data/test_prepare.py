@@ -1,4 +1,5 @@
-"""Tests of the prepare stage's core: cards, atomic writing, source checks, quarantine of broken file records.
+"""Tests of the prepare stage's core: cards, atomic writing, source checks, quarantine of broken file records, and
+held-out sets of the default data at least as large as HARGO's.
 
 Run: pytest tests/data/test_prepare.py
 """
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hpcrl_core.config import parse_params
+from hpcrl_core.config import PrepareParams, parse_params
 from hpcrl_core.data import prepare as prep
 from hpcrl_core.data.cards import card_markdown
 from hpcrl_core.data.schema import Record, assistant, messages, read_jsonl
@@ -176,3 +177,41 @@ def test_synthetic_only_cards_have_no_quarantine_section_and_the_share_is_valida
     assert prepare_qa("plp", with_file).card["quarantine"]["count"] == 0  # a clean file: counted, nothing set aside
     with pytest.raises(ConfigError, match="max_quarantine_share"):
         parse_params({"prepare": {"max_quarantine_share": 1.5}})
+
+
+HARGO_EVAL_SIZES = {"race_c": 185, "race_fortran": 157, "mlperf": 182, "plp": 60}  # the paper's held-out sets
+
+
+def _families(p: PrepareParams) -> dict[str, prep.FamilyOutput]:
+    from hpcrl_core.data.families import prepare_qa, prepare_race
+
+    return {"race_c": prepare_race("c", p), "race_fortran": prepare_race("fortran", p),
+            "mlperf": prepare_qa("mlperf", p), "plp": prepare_qa("plp", p)}
+
+
+def test_default_held_out_sets_are_at_least_hargos_and_train_is_as_without_them() -> None:
+    p = parse_params({"prepare": {"race": {"tsan": False}}}).prepare  # TSan adds verdicts, never items
+    without = parse_params({"prepare": {"race": {"tsan": False, "eval_pairs": 0}, "mlperf": {"eval_phrasings": 0},
+                                        "plp": {"eval_phrasings": 0}}}).prepare
+    outs, bases = _families(p), _families(without)
+    for family, out in outs.items():
+        train, evals = out.files["train.jsonl"], out.files["eval.jsonl"]
+        assert len(evals) >= HARGO_EVAL_SIZES[family], f"{family}: {len(evals)} eval items"
+        assert not {r.question for r in train} & {r.question for r in evals}, f"{family}: eval question in train"
+        assert not any(prep.is_held_out(r) for r in train)
+        assert train == bases[family].files["train.jsonl"], f"{family}: held-out items changed train"
+        assert bases[family].files["eval.jsonl"] == [r for r in evals if not prep.is_held_out(r)]
+    for family in ("mlperf", "plp"):  # every trained fact is asked in words it was never trained on
+        evals = outs[family].files["eval.jsonl"]
+        trained = {r.metadata["fact_id"] for r in outs[family].files["train.jsonl"]}
+        held = [r for r in evals if prep.is_held_out(r)]
+        assert {r.metadata["fact_id"] for r in held} == trained | {r.metadata["fact_id"] for r in evals}
+
+
+def test_held_out_phrasings_are_not_used_when_facts_are_held_out() -> None:
+    from hpcrl_core.data.families import prepare_qa
+
+    p = parse_params({"prepare": {"plp": {"hold_out": "fact"}}}).prepare
+    out = prepare_qa("plp", p)
+    assert not any(prep.is_held_out(r) for split in out.files.values() for r in split)
+    assert out.card["extra"] == {"hold_out": "fact", "eval_phrasings": 0}

@@ -1,9 +1,10 @@
 """MLPerf factual QA: the facts table, the items generated from it and HPC-GPT's task1_ml_perf.json.
 
 The facts live in ``facts/mlperf_facts.json`` (one row per fact, each citing its source; see ``facts/SOURCES.md``).
-Every row yields one record per question template, up to ``paraphrases`` templates. HPC-GPT's own file plugs in by
-path through ``load_hpcgpt_mlperf``. Records of both origins carry the same metadata keys:
-``{"topic", "fact_id", "aliases", "partial"}``.
+Every row yields one record per question template, up to ``paraphrases`` templates, and with ``eval_phrasings`` up
+to that many of its ``held_out_templates``, asked in eval only. HPC-GPT's own file plugs in by path through
+``load_hpcgpt_mlperf``. Records of both origins carry the same metadata keys: ``{"topic", "fact_id", "aliases",
+"partial"}``.
 
 The table is read, validated and turned into records by ``tables`` (shared with ``plp``). Answers are scored by
 ``hpcrl_core.evaluation.metrics.tiered_score`` (task scoring lives with the evaluation, not with the data).
@@ -40,16 +41,19 @@ def load_mlperf_facts(path: Path | None = None) -> list[dict[str, Any]]:
     return read_facts_table(path or MLPERF_FACTS, MLPERF_TOPICS, {"aliases": False, "partial": False})
 
 
-def generate_mlperf_items(seed: int, paraphrases: int, path: Path | None = None) -> list[Record]:
+def generate_mlperf_items(seed: int, paraphrases: int, path: Path | None = None,
+                          eval_phrasings: int = 0) -> list[Record]:
     """One ``mlperf`` record per (fact, chosen question template), in table order.
 
     Args:
         seed: picks which templates a fact uses when it has more than ``paraphrases``; same seed, same items.
         paraphrases: at most this many templates per fact (>= 1).
         path: a facts table other than the packaged one.
+        eval_phrasings: held-out templates per fact (``held_out_templates``) added after the trained records, marked
+            ``provenance["held_out"]``; the prepare stage puts them in eval only.
     """
     return fact_records("mlperf", load_mlperf_facts(path), seed, paraphrases, SYSTEM, SOURCE,
-                        lambda f: {"aliases": list(f["aliases"]), "partial": list(f["partial"])})
+                        lambda f: {"aliases": list(f["aliases"]), "partial": list(f["partial"])}, eval_phrasings)
 
 
 def load_hpcgpt_mlperf(path: Path, quarantine: list[Quarantined] | None = None) -> list[Record]:

@@ -3,7 +3,8 @@ HPC-GPT's task1_plp.json.
 
 The facts live in ``facts/plp_facts.json``: code datasets, tasks and metrics, each row with a one- or two-sentence
 answer, the keywords a good answer mentions, and its source (see ``facts/SOURCES.md``). Every row yields one record
-per question template, up to ``paraphrases`` templates. Records of both origins carry the same metadata keys:
+per question template, up to ``paraphrases`` templates, and with ``eval_phrasings`` up to that many of its
+``held_out_templates``, asked in eval only. Records of both origins carry the same metadata keys:
 ``{"topic", "fact_id", "keywords"}``. The table is read and validated by ``tables.read_facts_table``.
 
 Run: ``.venv/bin/python -c "from hpcrl_core.data.qa.plp import generate_plp_items as g; print(len(g(0, 2)))"``.
@@ -36,16 +37,19 @@ def load_plp_facts(path: Path | None = None) -> list[dict[str, Any]]:
     return read_facts_table(path or PLP_FACTS, PLP_TOPICS, {"keywords": True})
 
 
-def generate_plp_items(seed: int, paraphrases: int, path: Path | None = None) -> list[Record]:
+def generate_plp_items(seed: int, paraphrases: int, path: Path | None = None,
+                         eval_phrasings: int = 0) -> list[Record]:
     """One ``plp`` record per (fact, chosen question template), in table order.
 
     Args:
         seed: picks which templates a fact uses when it has more than ``paraphrases``; same seed, same items.
         paraphrases: at most this many templates per fact (>= 1).
         path: a facts table other than the packaged one.
+        eval_phrasings: held-out templates per fact (``held_out_templates``) added after the trained records, marked
+            ``provenance["held_out"]``; the prepare stage puts them in eval only.
     """
     return fact_records("plp", load_plp_facts(path), seed, paraphrases, SYSTEM, SOURCE,
-                        lambda f: {"keywords": list(f["keywords"])})
+                        lambda f: {"keywords": list(f["keywords"])}, eval_phrasings)
 
 
 def load_hpcgpt_plp(path: Path, quarantine: list[Quarantined] | None = None) -> list[Record]:

@@ -2,9 +2,11 @@
 turning its rows into records, one per chosen question template.
 
 A table is a JSON array in ``facts/`` (``facts/SOURCES.md`` says where every row comes from); each family module
-(``mlperf``, ``plp``) names its table, its topics and its extra list fields, and builds its records here.
+(``mlperf``, ``plp``) names its table, its topics and its extra list fields, and builds its records here. A row's
+``question_templates`` are the wordings training may use; its ``held_out_templates`` are asked only in evaluation
+(``hold_out: phrasing``), so that eval tests whether a trained fact is known in words never trained on.
 
-Test: ``pytest tests/data/qa/test_mlperf.py tests/data/qa/test_plp.py``.
+Test: ``pytest tests/data/qa/test_tables.py tests/data/qa/test_mlperf.py tests/data/qa/test_plp.py``.
 """
 
 from __future__ import annotations
@@ -26,16 +28,19 @@ _TEXT_FIELDS = ("id", "topic", "answer", "source")
 # question template: an answer true in one round only, asked without the round, is a question with no right answer.
 _SCOPE_FIELDS = ("round", "suite")
 _ROUND = re.compile(r"v\d+(?:\.\d+)*")
+HELD_OUT = "held_out_templates"  # wordings only evaluation asks: never trained, so eval tests unseen phrasings
 
 
 def read_facts_table(path: Path, topics: tuple[str, ...], list_fields: Mapping[str, bool]) -> list[dict[str, Any]]:
     """Read and validate a facts table: a JSON array of rows.
 
     Every row has the text fields ``id``, ``topic``, ``answer``, ``source``, a non-empty list ``question_templates``,
-    and the list fields named in ``list_fields`` (name -> whether the list must be non-empty). Ids are unique and no
-    question appears twice in the table (equal questions with different answers would be conflicts). A row whose
-    answer holds for one round or suite only carries ``round`` ("v3.0") or ``suite`` ("datacenter"), and then every
-    question template must name it.
+    and the list fields named in ``list_fields`` (name -> whether the list must be non-empty). It may have
+    ``held_out_templates``: wordings only evaluation asks (``prepare.<family>.eval_phrasings``), never trained on.
+    Ids are unique and no question appears twice in the table, trained or held out (equal questions with different
+    answers would be conflicts; a held-out wording equal to a trained one would not be held out). A row whose answer
+    holds for one round or suite only carries ``round`` ("v3.0") or ``suite`` ("datacenter"), and then every question
+    template, held-out ones included, must name it.
 
     Raises:
         DataError: naming the file, the row index (and id) and the field.
@@ -56,10 +61,10 @@ def read_facts_table(path: Path, topics: tuple[str, ...], list_fields: Mapping[s
             raise DataError(f"{path}: row {i}: field 'id' {row['id']!r} repeats row {seen_ids[row['id']]}; "
                             "ids must be unique")
         seen_ids[row["id"]] = i
-        for question in row["question_templates"]:
+        for field_name, question in _questions(row):
             key = " ".join(question.lower().split())
             if key in seen_questions:
-                raise DataError(f"{path}: row {i} (id {row['id']!r}): field 'question_templates' repeats the "
+                raise DataError(f"{path}: row {i} (id {row['id']!r}): field {field_name!r} repeats the "
                                 f"question {question!r} of row {seen_questions[key]}; reword one of them")
             seen_questions[key] = i
     return rows
@@ -69,7 +74,7 @@ def _check_row(path: Path, i: int, row: Any, topics: tuple[str, ...], list_field
     if not isinstance(row, dict):
         raise DataError(f"{path}: row {i}: expected an object, got {type(row).__name__}")
     where = f"{path}: row {i} (id {row.get('id')!r})"
-    allowed = {*_TEXT_FIELDS, *_SCOPE_FIELDS, "question_templates", *list_fields}
+    allowed = {*_TEXT_FIELDS, *_SCOPE_FIELDS, "question_templates", HELD_OUT, *list_fields}
     unknown = sorted(set(row) - allowed)
     if unknown:
         raise DataError(f"{where}: unknown field(s) {unknown}; allowed: {', '.join(sorted(allowed))}")
@@ -78,16 +83,18 @@ def _check_row(path: Path, i: int, row: Any, topics: tuple[str, ...], list_field
             raise DataError(f"{where}: field {key!r} is missing or not a non-empty string (received {row.get(key)!r})")
     if row["topic"] not in topics:
         raise DataError(f"{where}: field 'topic' is {row['topic']!r}; allowed: {', '.join(topics)}")
-    for key, required in {"question_templates": True, **list_fields}.items():
+    for key, required in {"question_templates": True, **list_fields, HELD_OUT: False}.items():
+        if key == HELD_OUT and key not in row:
+            continue
         value = row.get(key)
         if not isinstance(value, list) or not all(isinstance(s, str) and s.strip() for s in value):
             raise DataError(f"{where}: field {key!r} is missing or not a list of non-empty strings "
                             f"(received {value!r})")
         if required and not value:
             raise DataError(f"{where}: field {key!r} is empty; give at least one entry")
-    questions = [" ".join(q.lower().split()) for q in row["question_templates"]]
+    questions = [" ".join(q.lower().split()) for _, q in _questions(row)]
     if len(set(questions)) != len(questions):
-        raise DataError(f"{where}: field 'question_templates' lists the same question twice")
+        raise DataError(f"{where}: fields 'question_templates' and {HELD_OUT!r} list the same question twice")
     _check_scope(where, row)
 
 
@@ -103,7 +110,7 @@ def _check_scope(where: str, row: dict[str, Any]) -> None:
             raise DataError(f"{where}: field 'round' is {value!r}; give the round as MLCommons names it, e.g. 'v0.7' "
                             "or 'v3.0'")
         named = re.compile(rf"(?<![\w.]){re.escape(value)}(?!\w|\.\d)", re.IGNORECASE)
-        for question in row["question_templates"]:
+        for _, question in _questions(row):
             if not named.search(question):
                 raise DataError(f"{where}: field {key!r} is {value!r}, but the question template {question!r} does "
                                 f"not name it; the answer holds only for that {key}, so every question must say "
@@ -111,10 +118,16 @@ def _check_scope(where: str, row: dict[str, Any]) -> None:
                                 f"{key}")
 
 
-def pick_templates(seed: int, fact_id: str, count: int, paraphrases: int) -> list[int]:
+def _questions(row: dict[str, Any]) -> list[tuple[str, str]]:
+    """(field, question) for every trained and held-out template of a row."""
+    return [(key, q) for key in ("question_templates", HELD_OUT) for q in row.get(key, [])]
+
+
+def pick_templates(seed: int, fact_id: str, count: int, paraphrases: int, stream: str = "") -> list[int]:
     """Indices of the templates a fact contributes: all of them when ``paraphrases >= count``, else a seeded sample.
 
-    The generator is seeded per fact, so adding or editing one row leaves every other row's choice unchanged.
+    The generator is seeded per fact (and ``stream``: held-out templates draw apart from trained ones), so adding or
+    editing one row leaves every other row's choice unchanged.
 
     Raises:
         ConfigError: ``paraphrases`` below 1.
@@ -124,21 +137,40 @@ def pick_templates(seed: int, fact_id: str, count: int, paraphrases: int) -> lis
                           "(set prepare.mlperf.paraphrases / prepare.plp.paraphrases in params.yaml to 1 or more)")
     if paraphrases >= count:
         return list(range(count))
-    return sorted(random.Random(f"{seed}:{fact_id}").sample(range(count), paraphrases))
+    return sorted(random.Random(f"{seed}:{fact_id}{stream}").sample(range(count), paraphrases))
 
 
 def fact_records(family: str, facts: list[dict[str, Any]], seed: int, paraphrases: int, system: str, source: str,
-                 extra: Callable[[dict[str, Any]], dict[str, Any]]) -> list[Record]:
+                 extra: Callable[[dict[str, Any]], dict[str, Any]], eval_phrasings: int = 0) -> list[Record]:
     """One record per (fact, chosen question template) of a facts table; shared by the MLPerf and PLP families.
 
-    ``metadata`` is ``topic`` and ``fact_id`` plus ``extra(fact)``.
+    Then, after every trained record (so those stay exactly as without them), up to ``eval_phrasings`` records per
+    fact from its ``held_out_templates``, marked ``provenance["held_out"] = True``: the prepare stage puts them in
+    eval only. ``provenance["template"]`` indexes the list the question came from. ``metadata`` is ``topic`` and
+    ``fact_id`` plus ``extra(fact)``.
+
+    Raises:
+        ConfigError: ``paraphrases`` below 1 or ``eval_phrasings`` below 0.
     """
+    if eval_phrasings < 0:
+        raise ConfigError(f"eval_phrasings must be 0 or more; received {eval_phrasings} (set "
+                          "prepare.mlperf.eval_phrasings / prepare.plp.eval_phrasings in params.yaml to 0 or more)")
     out = []
     for fact in facts:
         templates = fact["question_templates"]
         for t in pick_templates(seed, fact["id"], len(templates), paraphrases):
-            out.append(Record(
-                family=family, prompt=messages(system, templates[t]), completion=assistant(fact["answer"]),
-                answer=fact["answer"], metadata={"topic": fact["topic"], "fact_id": fact["id"], **extra(fact)},
-                provenance={"source": source, "fact_id": fact["id"], "template": t}))
+            out.append(_fact_record(family, fact, templates[t], system, extra,
+                                    {"source": source, "fact_id": fact["id"], "template": t}))
+    for fact in facts if eval_phrasings else ():
+        held = fact.get(HELD_OUT, [])
+        for t in pick_templates(seed, fact["id"], len(held), eval_phrasings, stream=":held_out") if held else ():
+            out.append(_fact_record(family, fact, held[t], system, extra,
+                                    {"source": source, "fact_id": fact["id"], "template": t, "held_out": True}))
     return out
+
+
+def _fact_record(family: str, fact: dict[str, Any], question: str, system: str,
+                 extra: Callable[[dict[str, Any]], dict[str, Any]], provenance: dict[str, Any]) -> Record:
+    return Record(family=family, prompt=messages(system, question), completion=assistant(fact["answer"]),
+                  answer=fact["answer"], metadata={"topic": fact["topic"], "fact_id": fact["id"], **extra(fact)},
+                  provenance=provenance)

@@ -12,7 +12,9 @@ seed, so they share names, sizes, types and layout up to where the kernel's choi
 comment or an extra statement after that point may differ). A model trained on such pairs has to find what makes
 the race, not what tells two unrelated programs apart: with the tiny SFT model on race items alone, held-out F1
 rose from 0.62 to 0.86 at the same size and steps (docs/experiments.md). ``provenance["pair"]`` names the pair, and
-the prepare stage keeps both halves of a pair on one side of the train/eval split.
+the prepare stage keeps both halves of a pair on one side of the train/eval split. ``held_out_pairs`` more pairs per
+pattern (``prepare.race.eval_pairs``) come after every trained item and are marked ``provenance["held_out"]``: the
+prepare stage puts them in eval only, so eval is large enough to compare methods while train stays as it was.
 
 Labels follow OpenMP semantics, not what one run shows: an ``omp simd`` loop with a loop-carried dependence is a
 race (SIMD lanes run iterations concurrently) although no second thread exists; ThreadSanitizer cannot see those
@@ -55,33 +57,42 @@ def race_metadata(language: str, pattern: str | None, label: str, source_name: s
     return {"language": language, "pattern": pattern, "label": label, "tsan": None, "source_name": source_name}
 
 
-def generate_race_items(language: str, per_pattern: int, seed: int) -> list[Record]:
+def generate_race_items(language: str, per_pattern: int, seed: int, held_out_pairs: int = 0) -> list[Record]:
     """``per_pattern`` racy ("yes") and ``per_pattern`` race-free ("no") programs for each of ``PATTERNS``.
+
+    Then, after all of them (which stay exactly as without it), ``held_out_pairs`` more pairs per pattern (pair numbers
+    ``per_pattern`` on), marked ``provenance["held_out"] = True``: the prepare stage puts them in eval only.
 
     Args:
         language: "c" (family race_c) or "fortran" (family race_fortran).
         per_pattern: items per (pattern, label), as ``prepare.race.per_pattern`` in params.yaml.
         seed: every program is a pure function of (seed, language, pattern, item number).
+        held_out_pairs: pairs per pattern made for eval only, as ``prepare.race.eval_pairs``.
 
     Raises:
-        DataError: unknown language or a count below 1.
+        DataError: unknown language, ``per_pattern`` below 1 or ``held_out_pairs`` below 0.
     """
     if language not in FAMILIES:
         raise DataError(f"race generator: language {language!r} is not supported; allowed: {', '.join(FAMILIES)}")
     if per_pattern < 1:
         raise DataError(f"race generator: per_pattern={per_pattern}; it must be >= 1 (items per pattern and label)")
+    if held_out_pairs < 0:
+        raise DataError(f"race generator: held_out_pairs={held_out_pairs}; it must be >= 0 (eval-only pairs per "
+                        "pattern, prepare.race.eval_pairs)")
     out: list[Record] = []
     seen: set[str] = set()
-    for pattern in PATTERNS:
-        for j in range(2 * per_pattern):
-            label, pair = "no" if j % 2 else "yes", j // 2
-            code, reason = _program(language, pattern, label == "yes", seed, pair, seen)
-            out.append(Record(family=FAMILIES[language], answer=label,
-                              prompt=messages(SYSTEM, race_question(code, FENCES[language])),
-                              completion=assistant(f"{label}: {reason}."),
-                              metadata=race_metadata(language, pattern, label),
-                              provenance={"source": SOURCE, "seed": seed, "index": len(out),
-                                          "pair": f"{language}:{pattern}:{pair}"}))
+    for first, count, held in ((0, per_pattern, False), (per_pattern, held_out_pairs, True)):
+        for pattern in PATTERNS:
+            for j in range(2 * first, 2 * (first + count)):
+                label, pair = "no" if j % 2 else "yes", j // 2
+                code, reason = _program(language, pattern, label == "yes", seed, pair, seen)
+                provenance = {"source": SOURCE, "seed": seed, "index": len(out),
+                              "pair": f"{language}:{pattern}:{pair}"}
+                out.append(Record(family=FAMILIES[language], answer=label,
+                                  prompt=messages(SYSTEM, race_question(code, FENCES[language])),
+                                  completion=assistant(f"{label}: {reason}."),
+                                  metadata=race_metadata(language, pattern, label),
+                                  provenance={**provenance, "held_out": True} if held else provenance))
     return out
 
 

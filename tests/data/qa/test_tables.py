@@ -1,5 +1,5 @@
 """Tests of the facts-table rules shared by the MLPerf and PLP tables: a row scoped to a round or suite names it in
-every question template, and the packaged MLPerf table follows the rule.
+every question template, held-out templates are never trained wordings, and the packaged tables follow the rules.
 
 Run: pytest tests/data/qa/test_tables.py
 """
@@ -14,8 +14,10 @@ from typing import Any
 import pytest
 
 from hpcrl_core.data.qa.mlperf import MLPERF_TOPICS, load_mlperf_facts
-from hpcrl_core.data.qa.tables import read_facts_table
-from hpcrl_core.errors import DataError
+from hpcrl_core.data.qa.plp import load_plp_facts
+from hpcrl_core.data.qa.tables import fact_records, read_facts_table
+from hpcrl_core.data.schema import Record
+from hpcrl_core.errors import ConfigError, DataError
 
 FACTS = load_mlperf_facts()
 ROUND_IN_TEXT = re.compile(r"(?<![\w.])v\d+\.\d+")
@@ -86,3 +88,45 @@ def test_packaged_table_scopes_the_round_and_suite_dependent_facts() -> None:
     assert by_id["mlperf-inf-bert-edge-accuracy"]["answer"] == "99% of FP32 accuracy"
     assert by_id["mlperf-inf-bert-datacenter-scenarios"]["suite"] == "datacenter"
     assert "mlperf-inf-datacenter-scenarios" not in by_id  # scenarios differ per benchmark: asked per benchmark now
+
+
+def test_held_out_templates_are_checked_like_trained_ones(tmp_path: Path) -> None:
+    held = ["Name BERT's quality target in MLPerf Training v0.7.", "BERT in MLPerf Training v0.7 had to reach what?"]
+    assert _read(tmp_path, _row(round="v0.7", held_out_templates=held))[0]["held_out_templates"] == held
+    other = _row(id="mlperf-y", question_templates=["Which dataset does BERT use in MLPerf Training?"],
+                 held_out_templates=["What was BERT's quality target in MLPerf Training v0.7?"])
+    table = tmp_path / "two.json"
+    table.write_text(json.dumps([_row(), other]))
+    with pytest.raises(DataError, match=r"row 1 \(id 'mlperf-y'\): field 'held_out_templates' repeats the question "
+                                        r"\"What was BERT's quality target in MLPerf Training v0\.7\?\" of row 0"):
+        read_facts_table(table, MLPERF_TOPICS, LISTS)  # a held-out wording trained elsewhere would not be held out
+    with pytest.raises(DataError, match="list the same question twice"):
+        _read(tmp_path, _row(held_out_templates=["what was BERT's quality target in MLPerf Training v0.7?"]))
+    with pytest.raises(DataError, match=r"the question template 'Name the BERT target\.' does not name it"):
+        _read(tmp_path, _row(round="v0.7", held_out_templates=["Name the BERT target."]))
+    with pytest.raises(DataError, match="field 'held_out_templates' is missing or not a list"):
+        _read(tmp_path, _row(held_out_templates="Name the BERT target."))
+
+
+def test_eval_phrasings_add_marked_held_out_records_after_the_trained_ones() -> None:
+    def records(eval_phrasings: int) -> list[Record]:
+        return fact_records("mlperf", FACTS, 1234, 3, "sys", "synthetic:test", lambda f: {}, eval_phrasings)
+
+    trained, one, two = records(0), records(1), records(2)
+    assert one[:len(trained)] == trained and two[:len(trained)] == trained
+    assert len(one) - len(trained) == len(FACTS) and len(two) - len(trained) == 2 * len(FACTS)
+    by_id = {f["id"]: f for f in FACTS}
+    for r in two[len(trained):]:
+        assert r.provenance["held_out"] is True
+        assert r.question == by_id[r.metadata["fact_id"]]["held_out_templates"][r.provenance["template"]]
+    assert not any("held_out" in r.provenance for r in trained)
+    with pytest.raises(ConfigError, match="eval_phrasings must be 0 or more; received -1"):
+        records(-1)
+
+
+def test_every_packaged_fact_has_two_held_out_wordings_that_ask_the_same_thing() -> None:
+    for table in (FACTS, load_plp_facts()):
+        for fact in table:
+            held = fact["held_out_templates"]
+            assert len(held) >= 2, fact["id"]
+            assert all(q.rstrip().endswith(("?", ".")) for q in held), fact["id"]

@@ -106,13 +106,35 @@ def test_items_come_in_minimal_pairs(language: str) -> None:
 
 
 def test_the_split_keeps_both_halves_of_a_pair_together() -> None:
-    params = parse_params({"prepare": {"race": {"per_pattern": 12, "tsan": False}}}).prepare
+    params = parse_params({"prepare": {"race": {"per_pattern": 12, "eval_pairs": 0, "tsan": False}}}).prepare
     for language in LANGUAGES:
         out = prepare_race(language, params)
         train, evals = out.files["train.jsonl"], out.files["eval.jsonl"]
         assert {r.provenance["pair"] for r in train}.isdisjoint({r.provenance["pair"] for r in evals})
         assert Counter(r.answer for r in evals) == {"yes": len(PATTERNS), "no": len(PATTERNS)}
         assert Counter(r.metadata["pattern"] for r in evals) == {p: 2 for p in PATTERNS}  # one pair per pattern
+
+
+def test_held_out_pairs_extend_eval_and_leave_the_trained_items_as_they_were() -> None:
+    plain = generate_race_items("c", 3, seed=5)
+    more = generate_race_items("c", 3, seed=5, held_out_pairs=2)
+    assert [r.to_json() for r in more[:len(plain)]] == [r.to_json() for r in plain]  # same records, same indices
+    extra = more[len(plain):]
+    assert len(extra) == 2 * 2 * len(PATTERNS) and all(r.provenance["held_out"] is True for r in extra)
+    assert Counter((r.metadata["pattern"], r.answer) for r in extra) == {(p, a): 2 for p in PATTERNS
+                                                                        for a in ("yes", "no")}
+    assert {r.provenance["pair"] for r in extra} == {f"c:{p}:{k}" for p in PATTERNS for k in (3, 4)}
+    assert not {r.question for r in extra} & {r.question for r in plain}
+    with pytest.raises(DataError, match="held_out_pairs=-1"):
+        generate_race_items("c", 3, seed=5, held_out_pairs=-1)
+    params = parse_params({"prepare": {"race": {"per_pattern": 12, "eval_pairs": 3, "tsan": False}}}).prepare
+    without = parse_params({"prepare": {"race": {"per_pattern": 12, "eval_pairs": 0, "tsan": False}}}).prepare
+    for language in LANGUAGES:
+        out, base = prepare_race(language, params), prepare_race(language, without)
+        assert out.files["train.jsonl"] == base.files["train.jsonl"]  # held-out pairs take no part in the draw
+        evals = out.files["eval.jsonl"]
+        assert Counter(r.metadata["pattern"] for r in evals) == {p: 2 * (1 + 3) for p in PATTERNS}
+        assert out.card["hygiene"]["eval_held_out"] == 2 * 3 * len(PATTERNS)
 
 
 def test_no_identifier_gives_the_label_away() -> None:
