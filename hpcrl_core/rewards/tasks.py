@@ -24,11 +24,13 @@ results).
 The rules (the paper fixes the tiers; the matching rules are this project's, stated exactly here and in the
 functions' docstrings):
 
-- ``race_verdict`` (``race_reward``): 1.0 when the answer, stripped of surrounding whitespace and then of one
-  trailing ``.``, equals the reference verdict case-insensitively; else 0.0. "Yes" and " no. " pay, "Yes, because
-  ..." / "yes: ..." / "**Yes**" / "yes.." do not. The race prompts of prepare ask "Answer yes or no, then explain
-  briefly" and their SFT targets read "yes: <reason>."; such answers score 0 here, so a HARGO run that wants a
-  signal from race items must ask for the verdict alone.
+- ``race_verdict`` (``race_reward``): 1.0 when the answer's verdict is the reference's, else 0.0. The verdict is the
+  answer's first word, ``yes`` or ``no`` (case-insensitive), followed by the end of the text or a character that is
+  not a letter or digit ("Yes", " no.", "yes: the loop carries a dependence" pay; "Yesterday", "**Yes**",
+  "Answer: yes", "The answer is yes" do not). The race prompts ask "Answer yes or no, then explain briefly" and the
+  SFT targets read "yes: <reason>.", so the rule reads the verdict where the data puts it and leaves the
+  explanation free; it is stricter than the evaluation's parser, which also reads phrases anywhere ("contains a
+  data race").
 - ``mlperf_tiered`` (``mlperf_reward``): 1.0 exact or numeric match, 0.5 partial, 0.2 keyword overlap > 70 %, 0.1
   keyword overlap > 40 %, else 0.0; the first tier that holds wins (see ``mlperf_reward``).
 - ``plp_similarity`` (``plp_rewards``): cosine of the all-MiniLM-L6-v2 embeddings of answer and reference (0.0 for
@@ -56,7 +58,6 @@ from typing import Any
 
 from hpcrl_core.config.hargo import TaskRewardParams
 from hpcrl_core.errors import ConfigError, DataError
-from hpcrl_core.evaluation.embeddings import embed
 from hpcrl_core.rewards.completions import completion_text
 from hpcrl_core.rewards.registry import RewardContext, register_reward
 from hpcrl_core.textstats import is_degenerate
@@ -72,16 +73,18 @@ HIGH_OVERLAP, LOW_OVERLAP = Fraction(7, 10), Fraction(4, 10)  # strict threshold
 # --- race --------------------------------------------------------------------------------------------------------
 
 
+_VERDICT = re.compile(r"\s*(yes|no)(?!\w)", re.IGNORECASE)  # the first word, then no letter, digit or "_"
+
+
 def race_reward(text: str, answer: str) -> float:
-    """The paper's exact-match race reward.
+    """The race reward: the answer's leading verdict against the reference (module docstring).
 
     Args:
         text: the model's answer.
         answer: the reference verdict, ``"yes"`` or ``"no"`` (case and surrounding whitespace ignored).
 
     Returns:
-        1.0 when ``text`` stripped of surrounding whitespace, then of one trailing ``.``, equals the verdict up to
-        case (``str.casefold``); else 0.0.
+        1.0 when ``text`` starts (after whitespace) with the reference verdict as a whole word, else 0.0.
 
     Raises:
         DataError: ``answer`` is not a yes/no verdict.
@@ -90,9 +93,8 @@ def race_reward(text: str, answer: str) -> float:
     if verdict not in VERDICTS:
         raise DataError(f"race reward: reference answer {answer!r} is not a verdict; a race item's answer must be "
                         "'yes' or 'no' (the label prepare writes); fix the RL dataset")
-    said = text.strip()
-    said = said[:-1] if said.endswith(".") else said
-    return 1.0 if said.casefold() == verdict else 0.0
+    said = _VERDICT.match(text)
+    return 1.0 if said is not None and said.group(1).casefold() == verdict else 0.0
 
 
 # --- MLPerf ------------------------------------------------------------------------------------------------------
@@ -218,6 +220,8 @@ def plp_rewards(texts: Sequence[str], references: Sequence[str], params: TaskRew
     answers = [t.strip() for t in texts]
     distinct = list(dict.fromkeys([*(a for a in answers if a), *(r.strip() for r in references)]))
     row = {t: i for i, t in enumerate(distinct)}
+    from hpcrl_core.evaluation.embeddings import embed  # torch + transformers: loaded when a PLP item is scored
+
     vectors = embed(distinct)  # (U, 384), unit-norm rows: a dot product is the cosine
     cosines = [float(vectors[row[a]] @ vectors[row[r.strip()]]) if a else 0.0
                for a, r in zip(answers, references, strict=True)]

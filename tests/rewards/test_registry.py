@@ -54,7 +54,7 @@ class Sample:
 
 SAMPLES: dict[str, Sample] = {
     "dgemm_gflops": Sample([KERNEL, KERNEL, "I cannot write C."], {"permitted": [[], [], ["openmp"]]}, bench=True),
-    "race_verdict": Sample(["yes", "yes", "Yes, I think so."], {"family": ["race_c", "race_c", "race_fortran"],
+    "race_verdict": Sample(["yes", "yes", "I think so, yes."], {"family": ["race_c", "race_c", "race_fortran"],
                                                                "answer": ["yes"] * 3}),
     "mlperf_tiered": Sample(["ImageNet", "ImageNet", "COCO"], {"answer": ["ImageNet"] * 3,
                                                                "aliases": [["ImageNet-1k"]] * 3, "partial": [[]] * 3}),

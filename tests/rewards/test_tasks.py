@@ -55,12 +55,13 @@ def _cosine(a: str, b: str) -> float:
 
 @pytest.mark.parametrize(("text", "answer", "expected"), [
     ("yes", "yes", 1.0), ("Yes", "yes", 1.0), ("  NO.\n", "no", 1.0), ("no", " No ", 1.0), ("yes.", "yes", 1.0),
-    ("no", "yes", 0.0), ("", "yes", 0.0), ("yes..", "yes", 0.0), ("yes .", "yes", 0.0), ("yes!", "yes", 0.0),
-    ("Yes, because a[i+1] is written by another thread.", "yes", 0.0), ("yes: the loop carries a dependence.", "yes",
-                                                                        0.0),
-    ("**Yes**", "yes", 0.0), ("Answer: yes", "yes", 0.0), ("yesterday", "yes", 0.0),
+    ("yes: the loop carries a dependence.", "yes", 1.0), ("Yes, because a[i+1] is written by another thread.", "yes",
+                                                           1.0),
+    ("no: each thread writes its own element.", "yes", 0.0), ("no", "yes", 0.0), ("", "yes", 0.0),
+    ("**Yes**", "yes", 0.0), ("Answer: yes", "yes", 0.0), ("The answer is yes", "yes", 0.0),
+    ("yesterday", "yes", 0.0), ("yes_or_no", "yes", 0.0), ("nothing races", "no", 0.0), ("no2", "no", 0.0),
 ])
-def test_race_reward_is_the_exact_verdict(text: str, answer: str, expected: float) -> None:
+def test_race_reward_reads_the_leading_verdict(text: str, answer: str, expected: float) -> None:
     assert race_reward(text, answer) == expected
 
 
@@ -181,7 +182,7 @@ def test_router_scores_each_item_as_its_own_familys_reward() -> None:
         for i, r in zip(rows, _reward(name)(**batch), strict=True):
             alone[i] = r
     assert mixed == pytest.approx(alone, abs=1e-6)
-    assert [mixed[i] for i in (0, 1, 3, 5, 6)] == [1.0, 0.5, 0.0, 1.0, 1.0]
+    assert [mixed[i] for i in (0, 1, 3, 5, 6)] == [1.0, 0.5, 1.0, 1.0, 1.0]  # "no, since ..." reads as "no"
     assert mixed[2] == pytest.approx(_cosine(PARAPHRASE, REF) + 0.1, abs=1e-5)
     assert mixed[4] == pytest.approx(_cosine(LOOP, REF), abs=1e-5)
     assert metrics["reward/mlperf/mean"] == 0.75 and metrics["reward/mlperf/exact_share"] == 0.5
