@@ -19,13 +19,11 @@ from pathlib import Path
 
 from prefect import flow, get_run_logger
 
-from flows.stage import flow_run_tags
+from flows.stage import COMPARISON_TAG, flow_run_tags
 from hpcrl_core import tracking
 from hpcrl_core.config import load_params
 from hpcrl_core.training.checkpoints import inputs_fingerprint, last_checkpoint, reset_if_stale
 from tasks.rl_hargo import run_hargo
-
-COMPARISON_TAG = {"comparison": "hargo"}
 
 
 def run_name(method: str, seed: int) -> str:

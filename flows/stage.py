@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from prefect import runtime
 
+# MLflow tag of every run of the HARGO comparison (training and evaluation): the UI filter tags.comparison = "hargo"
+COMPARISON_TAG = {"comparison": "hargo"}
+
 
 def flow_run_tags() -> dict[str, str]:
     """The tags that tie a stage's MLflow run to its Prefect flow run."""

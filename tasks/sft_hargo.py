@@ -18,7 +18,7 @@ from hpcrl_core.evaluation import hargo
 from hpcrl_core.evaluation.report import samples_path_for, write_report, write_samples
 from hpcrl_core.evaluation.start_point import start_point_report
 from hpcrl_core.training import sft
-from hpcrl_core.training.hargo import start_point_params
+from hpcrl_core.training.start_point import start_point_params
 
 
 @task(cache_policy=NO_CACHE)

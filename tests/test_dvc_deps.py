@@ -53,6 +53,22 @@ NOT_RUN: dict[str, dict[str, str]] = {
                   "`hpcrl bench --reference --report` writes no reward",
         "rl_dgemm": "hpcrl_core/rewards/dgemm.py is imported with the hpcrl_core.rewards package; "
                     "`hpcrl bench` never builds the RL reward",
+        "task_reward": "hpcrl_core/rewards/tasks.py is imported with the hpcrl_core.rewards package; "
+                       "`hpcrl bench` scores kernels only",
+    },
+    "sft_hargo": {
+        "sft": "training/sft.py's run_sft reads params.sft, which training/start_point.py replaced with the sft_hargo "
+               "section",
+    },
+    "rl_hargo": {
+        "reward": "hpcrl_core/rewards/dgemm.py is imported with the hpcrl_core.rewards package; rl_hargo builds "
+                  "only the hpc_tasks reward",
+        "rl_dgemm": "hpcrl_core/rewards/dgemm.py is imported with the hpcrl_core.rewards package; rl_hargo builds "
+                    "only the hpc_tasks reward",
+    },
+    "rl_dgemm": {
+        "task_reward": "hpcrl_core/rewards/tasks.py is imported with the hpcrl_core.rewards package; rl_dgemm "
+                       "builds the rewards of rl_dgemm.rewards (DGEMM kernels), never a task reward",
     },
 }
 

@@ -36,7 +36,7 @@ from datasets import Dataset
 from trl import GRPOConfig, GRPOTrainer
 
 from hpcrl_core.algorithms.advantages import ADVANTAGES
-from hpcrl_core.config import ESTIMATORS, Params, RLHargoParams, SFTParams, load_params
+from hpcrl_core.config import ESTIMATORS, Params, RLHargoParams, load_params
 from hpcrl_core.data.schema import Record, read_jsonl
 from hpcrl_core.errors import ConfigError, DataError
 from hpcrl_core.files import write_text_atomic
@@ -244,14 +244,6 @@ def load_state(folder: Path, estimator: str) -> float | None:
                         "each method needs its own output folder")
     ema = state.get("ema")
     return None if ema is None else float(ema)
-
-
-def start_point_params(params: Params) -> Params:
-    """Params whose ``sft`` section is ``sft_hargo`` (and whose tiny model is ``sft_hargo.tiny``): what
-    ``training.sft.run_sft`` needs to train the HARGO start point with the one SFT assembly."""
-    sp = params.sft_hargo
-    model = params.model.model_copy(update={"tiny": sp.tiny})
-    return params.model_copy(update={"sft": SFTParams(**sp.model_dump(exclude={"tiny"})), "model": model})
 
 
 def hargo_config(rp: RLHargoParams, output_dir: Path, report_to: list[str], method: str, seed: int) -> HARGOConfig:

@@ -22,7 +22,7 @@ SMALL = {
     "prepare": {
         "seed": 7,
         "dgemm": {"train_problems": 40, "eval_problems": 8, "variants": 12, "bench_n": 64, "per_kernel": 2},
-        "race": {"per_pattern": 2, "tsan": True},
+        "race": {"per_pattern": 2, "tsan": True, "eval_pairs": 0},
         "mlperf": {"paraphrases": 1},
         "plp": {"paraphrases": 1},
     },

@@ -1,0 +1,103 @@
+"""The ``evaluate_hargo`` stage: the SFT start and every (method, seed) policy of ``rl_hargo`` answer the held-out
+items of the task families; ``reports/eval_hargo.json`` (DVC metrics: a block per method with each headline metric's
+seed-mean, per-seed values and bootstrap interval), its markdown table, per-item samples and a plot.
+
+MLflow: one run ``evaluate_hargo@<method>-<seed>`` per policy (tags ``comparison=hargo``, ``method``, ``seed``,
+``kind=evaluation``) with that seed's metrics, beside the training runs ``rl_hargo@<method>-<seed>``; and the stage
+run ``evaluate_hargo`` with the seed-means, the report, the table and the plot.
+
+Run: ``python -m flows.evaluate_hargo [--params params.yaml] [--data data] [--sft checkpoints/sft_hargo/final]
+[--runs checkpoints/rl_hargo] [--report reports/eval_hargo.json]`` (what ``dvc repro evaluate_hargo`` runs).
+Test: ``pytest tests/flows/test_hargo_flows.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, get_run_logger
+
+import tasks.evaluate_hargo as steps
+from flows.stage import COMPARISON_TAG, flow_run_tags
+from hpcrl_core import tracking
+from hpcrl_core.config import Params, load_params
+from hpcrl_core.errors import DataError
+from hpcrl_core.evaluation import hargo
+from hpcrl_core.evaluation.hargo_report import markdown_table
+
+
+def run_dirs(params: Params, runs_dir: Path) -> dict[str, dict[int, Path]]:
+    """``{method: {seed: final model folder}}`` for ``rl_hargo.methods`` x ``rl_hargo.seeds``.
+
+    Raises:
+        DataError: a run's ``final`` folder is missing (naming the DVC stage that makes it).
+    """
+    rp = params.rl_hargo
+    out: dict[str, dict[int, Path]] = {}
+    missing = []
+    for method in rp.methods:
+        for seed in rp.seeds:
+            final = runs_dir / f"{method}-{seed}" / "final"
+            if not (final / "config.json").is_file() and not (final / "adapter_config.json").is_file():
+                missing.append(f"rl_hargo@{method}-{seed} ({final})")
+            out.setdefault(method, {})[seed] = final
+    if missing:
+        raise DataError(f"{len(missing)} runs of the comparison have no final model: {', '.join(missing[:5])}; run "
+                        "`dvc repro rl_hargo` first")
+    return out
+
+
+@flow(name="evaluate-hargo")
+def evaluate_hargo(params_path: str = "params.yaml", data_dir: str = "data",
+                   sft_dir: str = "checkpoints/sft_hargo/final", runs_dir: str = "checkpoints/rl_hargo",
+                   report: str = "reports/eval_hargo.json") -> dict:
+    """Evaluate the start point and every run of the comparison; returns the report."""
+    params = load_params(params_path)
+    dirs = run_dirs(params, Path(runs_dir))
+    notes: dict[str, str] = {}
+    records = hargo.load_items(Path(data_dir), params, notes)
+    if not records:
+        raise DataError(f"no held-out items under {data_dir} ({notes}); run `dvc repro prepare` first")
+    sft_rows = steps.evaluate_policy(Path(sft_dir), records, params, "sft")
+    runs: dict[str, dict[int, list[dict[str, Any]]]] = {}
+    for method, seeds in dirs.items():
+        for seed, folder in seeds.items():
+            runs.setdefault(method, {})[seed] = steps.evaluate_policy(folder, records, params, f"{method}-{seed}")
+    result = steps.write_comparison(sft_rows, runs, params, notes, Path(report))
+    _track(result, params, Path(report))
+    get_run_logger().info("HARGO comparison (%s)\n%s", report, markdown_table(result))
+    return result
+
+
+def _track(result: dict[str, Any], params: Params, report: Path) -> None:
+    for method in params.rl_hargo.methods:
+        for seed, metrics in result[method]["runs"].items():
+            tags = {**flow_run_tags(), **COMPARISON_TAG, "method": method, "seed": str(seed), "kind": "evaluation"}
+            with tracking.dvc_stage_run(f"evaluate_hargo@{method}-{seed}", tags=tags):
+                tracking.log_metrics(metrics)
+    with tracking.dvc_stage_run("evaluate_hargo", params={"evaluate_hargo": params.evaluate_hargo.model_dump()},
+                                tags={**flow_run_tags(), **COMPARISON_TAG, "kind": "evaluation"}):
+        tracking.log_metrics({f"{block}.{name}": entry["mean"] for block, content in result.items() if block != "meta"
+                              for name, entry in content["metrics"].items() if entry is not None})
+        tracking.log_dict(result, "reports/eval_hargo.json")
+        for path in (report.with_suffix(".md"), report.with_suffix(".png")):
+            tracking.log_artifact(path, "reports")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--params", default="params.yaml")
+    ap.add_argument("--data", default="data")
+    ap.add_argument("--sft", default="checkpoints/sft_hargo/final")
+    ap.add_argument("--runs", default="checkpoints/rl_hargo")
+    ap.add_argument("--report", default="reports/eval_hargo.json")
+    a = ap.parse_args(argv)
+    evaluate_hargo(a.params, a.data, a.sft, a.runs, a.report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""Prefect tasks of the evaluate_hargo stage: every policy of the comparison answers the held-out items
+(``evaluate_policy``), and the comparison with its intervals, table, samples and plot is written
+(``write_comparison``).
+
+No retries: generation is greedy and deterministic; a missing checkpoint is an error the operator must see.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from hpcrl_core.config import Params
+from hpcrl_core.data.schema import Record
+from hpcrl_core.evaluation import hargo
+from hpcrl_core.evaluation.hargo_report import markdown_table, plot_comparison
+from hpcrl_core.evaluation.report import samples_path_for, write_report, write_samples
+from hpcrl_core.files import write_text_atomic
+
+
+@task(task_run_name="evaluate-{label}", cache_policy=NO_CACHE)
+def evaluate_policy(model_dir: Path, records: Sequence[Record], params: Params, label: str) -> list[dict[str, Any]]:
+    """Greedy answers of the model in ``model_dir`` to ``records``, scored per item."""
+    logger = get_run_logger()
+    return hargo.evaluate_model(model_dir, records, params, progress=lambda line: logger.info("%s: %s", label, line))
+
+
+@task(cache_policy=NO_CACHE)
+def write_comparison(sft_rows: Sequence[dict[str, Any]], runs: Mapping[str, Mapping[int, Sequence[dict[str, Any]]]],
+                     params: Params, notes: Mapping[str, str], report: Path) -> dict[str, Any]:
+    """Write ``report`` (JSON), its samples, ``<report>.md`` (the table) and ``<report>.png``; return the report."""
+    result = hargo.comparison_report(sft_rows, runs, params, notes)
+    write_report(result, report)
+    samples = [{"model": "sft", "seed": None, **r} for r in sft_rows]
+    samples += [{"model": m, "seed": s, **r} for m, seeds in runs.items() for s, rows in seeds.items() for r in rows]
+    write_samples(samples, samples_path_for(report))
+    write_text_atomic(report.with_suffix(".md"), markdown_table(result) + "\n")
+    plot_comparison(result, report.with_suffix(".png"), title="HARGO comparison: held-out items")
+    return result
