@@ -29,8 +29,8 @@ def git_commit(root: Path | None = None) -> str:
     return sha.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
 
 
-def data_hash(data_dir: Path, pattern: str = "dgemm/*.jsonl") -> str:
-    """A content hash of the DGEMM data a model was trained and evaluated on: ``sha256:<hex>``.
+def data_hash(data_dir: Path, pattern: str | tuple[str, ...] = "dgemm/*.jsonl") -> str:
+    """A content hash of the data a model was trained and evaluated on (by default the DGEMM files): ``sha256:<hex>``.
 
     Computed from the files themselves (sorted by relative path; each contributes its path, its size and its
     bytes), not read from ``dvc.lock``: the files are what the flow actually sees, the lock may be stale or absent
@@ -38,15 +38,16 @@ def data_hash(data_dir: Path, pattern: str = "dgemm/*.jsonl") -> str:
 
     Args:
         data_dir: the prepared data folder (``data``).
-        pattern: the files to hash, relative to ``data_dir``.
+        pattern: the files to hash, relative to ``data_dir``: a glob, or several (their union).
 
     Raises:
         DataError: no file matches.
     """
-    files = sorted(data_dir.glob(pattern))
+    patterns = (pattern,) if isinstance(pattern, str) else pattern
+    files = sorted({f for p in patterns for f in data_dir.glob(p)})
     if not files:
-        raise DataError(f"data_dir: no {pattern} under {data_dir}; pass the prepared data folder (--data data), "
-                        "or produce it with `dvc pull data` or `dvc repro prepare`")
+        raise DataError(f"data_dir: no {' or '.join(patterns)} under {data_dir}; pass the prepared data folder "
+                        "(--data data), or produce it with `dvc pull data` or `dvc repro prepare`")
     digest = hashlib.sha256()
     for f in files:
         digest.update(f"{f.relative_to(data_dir).as_posix()}\0{f.stat().st_size}\0".encode())
@@ -82,15 +83,16 @@ def check_model_dir(model_dir: Path) -> str:
                       "(--model checkpoints/rl_dgemm/final), or produce it with `dvc repro rl_dgemm`")
 
 
-def model_tags(model_dir: Path, data_dir: Path) -> dict[str, str]:
+def model_tags(model_dir: Path, data_dir: Path,
+               data_files: str | tuple[str, ...] = "dgemm/*.jsonl") -> dict[str, str]:
     """The provenance tags of a model version: ``git_commit``, ``data_hash``, ``model_kind`` and ``model_hash``.
 
     The model folder is checked first, then the data: a bad input fails before anything is hashed or logged.
 
     Raises:
         ConfigError: ``model_dir`` holds no saved model (``check_model_dir``).
-        DataError: ``data_dir`` holds no DGEMM data (``data_hash``).
+        DataError: ``data_dir`` holds none of ``data_files`` (``data_hash``).
     """
     kind = check_model_dir(model_dir)
-    return {"git_commit": git_commit(), "data_hash": data_hash(data_dir), "model_kind": kind,
+    return {"git_commit": git_commit(), "data_hash": data_hash(data_dir, data_files), "model_kind": kind,
             "model_hash": model_hash(model_dir)}

@@ -67,3 +67,19 @@ def test_model_tags_check_the_model_before_the_data(tmp_path: Path) -> None:
 def test_git_commit_is_unknown_outside_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
     assert provenance.git_commit(tmp_path) == "unknown"
+
+
+def test_data_hash_over_several_globs_is_their_union(tmp_path: Path) -> None:
+    for family, text in (("race_c", "r"), ("plp", "p"), ("dgemm", "d")):
+        (tmp_path / family).mkdir()
+        (tmp_path / family / "train.jsonl").write_text(f'{{"{text}": 1}}\n')
+    tasks = ("race_c/*.jsonl", "plp/*.jsonl")
+    first = provenance.data_hash(tmp_path, tasks)
+    (tmp_path / "dgemm" / "train.jsonl").write_text('{"d": 2}\n')  # not in the globs
+    assert provenance.data_hash(tmp_path, tasks) == first
+    (tmp_path / "plp" / "train.jsonl").write_text('{"p": 2}\n')
+    assert provenance.data_hash(tmp_path, tasks) != first
+    assert provenance.data_hash(tmp_path, ("race_c/*.jsonl", "race_c/*.jsonl")) == provenance.data_hash(
+        tmp_path, "race_c/*.jsonl")
+    with pytest.raises(DataError, match=r"no mlperf/\*.jsonl or plp/\*.jsonl under"):
+        provenance.data_hash(tmp_path / "elsewhere", ("mlperf/*.jsonl", "plp/*.jsonl"))

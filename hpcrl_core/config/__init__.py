@@ -51,7 +51,7 @@ from hpcrl_core.config.model import (
     TokenizerParams,
 )
 from hpcrl_core.config.prepare import SOURCE_KINDS, DgemmPrepParams, PrepareParams, QAPrepParams, RacePrepParams
-from hpcrl_core.config.registry import RegistryParams
+from hpcrl_core.config.registry import HARGO_REGISTRY, RegistryParams
 from hpcrl_core.config.rl import RLDgemmParams, SQDParams
 from hpcrl_core.errors import ConfigError
 
@@ -78,6 +78,7 @@ class Params(Section):
     rl_hargo: RLHargoParams = RLHargoParams()
     evaluate_hargo: EvalHargoParams = EvalHargoParams()
     registry: RegistryParams = RegistryParams()
+    registry_hargo: RegistryParams = HARGO_REGISTRY
 
 
 class Settings(BaseSettings):

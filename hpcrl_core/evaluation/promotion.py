@@ -74,7 +74,7 @@ def read_eval_report(path: Path, policy: RegistryParams) -> dict[str, Any]:
         report = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise DataError(f"report: {path} is not JSON ({e}); {fix}") from e
-    keys = (policy.metric, policy.verified_metric)
+    keys = tuple(k for k in (policy.metric, policy.verified_metric) if k is not None)
     for block in dict.fromkeys(k.split(".", 1)[0] for k in keys):
         if not isinstance(report, dict) or not isinstance(report.get(block), dict):
             found = sorted(report) if isinstance(report, dict) else type(report).__name__
@@ -108,13 +108,15 @@ def decide_promotion(challenger: Mapping[str, float], champion: Mapping[str, flo
         return Decision(True, "no champion yet: the first version becomes champion")
     metric, verified = policy.metric, policy.verified_metric
     for side, metrics in (("challenger", challenger), ("champion", champion)):
-        missing = [k for k in (metric, verified) if k not in metrics]
+        missing = [k for k in (metric, verified) if k is not None and k not in metrics]
         if missing:
             raise DataError(f"cannot compare models: the {side} has no {', '.join(missing)} metric; register "
                             "versions with this flow (it logs them), or set the champion alias by hand")
     new, old = challenger[metric], champion[metric]
     if not new > old:
         return Decision(False, f"{metric} {new:.4g} is not above the champion's {old:.4g}")
+    if verified is None:
+        return Decision(True, f"{metric} {new:.4g} beats the champion's {old:.4g}")
     new_v, old_v = challenger[verified], champion[verified]
     if new_v < old_v - policy.verified_slack - _ROUNDING:
         return Decision(False, f"{metric} {new:.4g} beats the champion's {old:.4g}, but {verified} {new_v:.4g} is "

@@ -104,3 +104,14 @@ def test_report_metrics_are_the_numbers_without_meta(tmp_path: Path) -> None:
     assert read_eval_report(tmp_path / "r.json", POLICY) == report
     assert report_metrics(report) == {"sft.verified_rate": 0.5, "rl.gflops_median": 3.0, "rl.verified_rate": 0.75,
                                       "rl.status_counts.ok": 3.0}
+
+
+def test_the_hargo_policy_promotes_on_winrate_alone() -> None:
+    policy = load_params(ROOT / "params.yaml").registry_hargo
+    assert policy.model_name == "hpcrl-hargo" and policy.verified_metric is None
+    key = policy.metric
+    assert decide_promotion({key: 0.61}, {key: 0.60}, policy).promote
+    assert not decide_promotion({key: 0.60}, {key: 0.60}, policy).promote  # a tie keeps the champion
+    assert not decide_promotion({key: 0.55, "rl.verified_rate": 1.0}, {key: 0.60}, policy).promote
+    with pytest.raises(DataError, match=key.replace(".", r"\.")):
+        decide_promotion({"other": 1.0}, {key: 0.5}, policy)
