@@ -18,7 +18,7 @@ export DVC_NO_ANALYTICS := 1
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: setup system-deps run ladder test test-slow lint bench bench-rl clean
+.PHONY: setup system-deps run hargo ladder test test-slow lint bench bench-rl clean
 
 setup: system-deps $(STAMP)
 
@@ -44,6 +44,11 @@ $(STAMP): pyproject.toml
 # change) -> register in MLflow; ends with a summary table. `hpcrl bench --ladder --reference` alone: make ladder.
 run: setup
 	$(PY) -m flows.train_dgemm
+
+# The HARGO comparison on embedded defaults: prepare -> sft_hargo -> rl_hargo (5 methods x 3 seeds) ->
+# evaluate_hargo -> register hpcrl-hargo; prints the comparison table (also reports/eval_hargo.md).
+hargo: setup
+	$(PY) -m flows.train_hargo
 
 ladder: setup
 	$(VENV)/bin/hpcrl bench --ladder --reference

@@ -1,5 +1,5 @@
-"""Create or update the ``train-dgemm`` deployment (flow ``train-dgemm``, deployment ``train-dgemm``) on a local
-process work pool (``hpcrl-local``, created if missing) of the Prefect server at ``PREFECT_API_URL``. The code is
+"""Create or update the ``train-dgemm`` and ``train-hargo`` deployments (flow and deployment of the same name) on a
+local process work pool (``hpcrl-local``, created if missing) of the Prefect server at ``PREFECT_API_URL``. The code is
 this checkout (local source: the worker runs the flow with the repository root as working directory), so a
 deployment run does what ``make run`` does.
 
@@ -8,7 +8,8 @@ prefect.yaml from the working directory; this module runs unattended, checks PRE
 by ``make serve`` (``python -m flows.serve start``) and by the tests with their own server.
 
 Run: ``PREFECT_API_URL=http://127.0.0.1:4200/api python -m flows.deploy [--pool hpcrl-local]``; then
-``prefect deployment run 'train-dgemm/train-dgemm'``. Test: ``pytest -m integration tests/flows/test_deployment.py``.
+``prefect deployment run 'train-dgemm/train-dgemm'`` (or ``'train-hargo/train-hargo'``).
+Test: ``pytest -m integration tests/flows/test_deployment.py``.
 """
 
 from __future__ import annotations
@@ -31,6 +32,12 @@ from hpcrl_core.runtime_env import ROOT
 POOL = "hpcrl-local"
 DEPLOYMENT = "train-dgemm"
 ENTRYPOINT = "flows/train_dgemm.py:train_dgemm"
+# every pipeline deployment: name -> (entrypoint, description); `make serve` creates or updates them all
+PIPELINES = {
+    DEPLOYMENT: (ENTRYPOINT, "prepare -> sft -> rl_dgemm -> evaluate_dgemm (dvc repro) -> register"),
+    "train-hargo": ("flows/train_hargo.py:train_hargo",
+                    "prepare -> sft_hargo -> rl_hargo (methods x seeds) -> evaluate_hargo (dvc repro) -> register"),
+}
 
 
 def api_url() -> str:
@@ -55,14 +62,21 @@ def ensure_pool(pool: str = POOL) -> bool:
             return True
 
 
-def deploy(pool: str = POOL, name: str = DEPLOYMENT, source: Path = ROOT) -> UUID:
-    """Create or update deployment ``train-dgemm/<name>`` running ``source``'s flow on ``pool``; returns its id."""
+def deploy(pool: str = POOL, name: str = DEPLOYMENT, source: Path = ROOT, pipeline_name: str = DEPLOYMENT) -> UUID:
+    """Create or update deployment ``<pipeline_name>/<name>`` running ``source``'s flow on ``pool``; returns its id.
+
+    Raises:
+        ConfigError: no PREFECT_API_URL, or ``pipeline_name`` is not one of ``PIPELINES``.
+    """
     api_url()
+    if pipeline_name not in PIPELINES:
+        raise ConfigError(f"deploy: unknown pipeline {pipeline_name!r}; allowed: {', '.join(PIPELINES)}")
+    entrypoint, description = PIPELINES[pipeline_name]
     ensure_pool(pool)
-    pipeline = flow.from_source(source=str(source), entrypoint=ENTRYPOINT)
+    pipeline = flow.from_source(source=str(source), entrypoint=entrypoint)
     assert isinstance(pipeline, Flow)  # from_source and deploy return plain values when called from sync code
     deployment_id = pipeline.deploy(name=name, work_pool_name=pool, print_next_steps=False, ignore_warnings=True,
-                                    description="prepare -> sft -> rl_dgemm -> evaluate_dgemm (dvc repro) -> register")
+                                    description=description)
     assert isinstance(deployment_id, UUID)
     return deployment_id
 
@@ -70,10 +84,13 @@ def deploy(pool: str = POOL, name: str = DEPLOYMENT, source: Path = ROOT) -> UUI
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pool", default=POOL, help="process work pool (created if missing)")
-    ap.add_argument("--name", default=DEPLOYMENT, help="deployment name")
+    ap.add_argument("--name", default=None, help="deployment name of the one pipeline given (default: its name)")
+    ap.add_argument("--pipeline", choices=list(PIPELINES), default=None, help="only this pipeline (default: all)")
     a = ap.parse_args(argv)
-    deployment_id = deploy(a.pool, a.name)
-    print(f"deployment train-dgemm/{a.name} ({deployment_id}) on pool {a.pool} at {api_url()}")
+    for pipeline_name in [a.pipeline] if a.pipeline else list(PIPELINES):
+        name = a.name if a.pipeline and a.name else pipeline_name
+        deployment_id = deploy(a.pool, name, pipeline_name=pipeline_name)
+        print(f"deployment {pipeline_name}/{name} ({deployment_id}) on pool {a.pool} at {api_url()}")
     return 0
 
 

@@ -1,5 +1,6 @@
 """``make serve`` / ``make stop``: a local Prefect server (127.0.0.1, port 4200 by default) and a process worker for
-the ``hpcrl-local`` pool, in the background, with the ``train-dgemm`` deployment created or updated in between.
+the ``hpcrl-local`` pool, in the background, with the ``train-dgemm`` and ``train-hargo`` deployments created or
+updated in between.
 
 Pid files and logs live in ``$PREFECT_HOME/serve/`` (``.prefect/serve/`` by default): ``server.pid``,
 ``server.log``, ``server.url``, ``worker.pid``, ``worker.log``. Starting again reuses what still runs (no
@@ -178,6 +179,7 @@ Prefect UI: {api_url.removesuffix("/api")}   logs: {d}/server.log, {d}/worker.lo
 In your shell (the Prefect CLI and `make run` talk to this server only with it):
   export PREFECT_API_URL={api_url}
   {Path(sys.executable).with_name("prefect")} deployment run 'train-dgemm/{DEPLOYMENT}'
+  {Path(sys.executable).with_name("prefect")} deployment run 'train-hargo/train-hargo'   (the HARGO comparison)
 Stop both: make stop""")
     return api_url
 
