@@ -116,6 +116,9 @@ class SFTParams(Section):
     save_total_limit: int = Field(3, ge=1, le=1000)
     logging_steps: int = Field(10, ge=1, le=10_000_000)
     families: tuple[str, ...] = FAMILIES
+    # family -> times its train records appear per epoch (default once): small families (facts tables) seen as often
+    # as the large ones need
+    repeats: dict[str, int] = Field(default_factory=dict)
     trl: dict[str, Any] = Field(default_factory=dict)  # extra SFTConfig options, e.g. {max_grad_norm: 0.5}
 
     @field_validator("families")
@@ -126,6 +129,14 @@ class SFTParams(Section):
             raise ValueError(f"families must be distinct names among {', '.join(FAMILIES)} (at least one), "
                              f"got {list(v)}")
         return v
+
+    @model_validator(mode="after")
+    def _repeats_of_trained_families(self) -> SFTParams:
+        bad = {f: n for f, n in self.repeats.items() if f not in self.families or not 1 <= n <= 1000}
+        if bad:
+            raise ValueError(f"repeats must map families of `families` ({', '.join(self.families)}) to 1..1000; "
+                             f"got {bad}")
+        return self
 
 
 class EvalParams(Section):

@@ -35,7 +35,8 @@ TOKENIZER_DIR = "tokenizer"
 FINAL_DIR = "final"
 # SFTConfig fields that sft params or the assembly own, and where to set them instead (a passthrough is ambiguous).
 OWNED_FIELDS: dict[str, str] = {
-    **{name: f"sft.{name}" for name in SFTParams.model_fields if name not in ("families", "trl", "warmup_ratio")},
+    **{name: f"sft.{name}" for name in SFTParams.model_fields
+       if name not in ("families", "repeats", "trl", "warmup_ratio")},
     "warmup_steps": "sft.warmup_ratio",
     "output_dir": "the stage's output folder (checkpoints/sft)",
     "report_to": "the flow (report_to argument)",
@@ -112,7 +113,7 @@ def build_sft_trainer(params: Params, data_dir: Path, output_dir: Path, report_t
     if mp.source == "tiny" and sp.max_length > mp.tiny.max_position_embeddings:
         raise ConfigError(f"sft.max_length: received {sp.max_length}, above model.tiny.max_position_embeddings "
                           f"({mp.tiny.max_position_embeddings}); lower one or raise the other")
-    train, evaluation = load_sft_datasets(data_dir, sp.families, sp.seed)
+    train, evaluation = load_sft_datasets(data_dir, sp.families, sp.seed, sp.repeats)
     model, tokenizer = load_policy(mp, data_dir, seed=sp.seed)
     save_tokenizer(tokenizer, output_dir / TOKENIZER_DIR)
     check_max_length(sp.max_length, [train, evaluation], tokenizer)

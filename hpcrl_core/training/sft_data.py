@@ -13,7 +13,7 @@ Test: ``pytest tests/training/test_sft.py``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,27 +26,32 @@ from hpcrl_core.errors import ConfigError, DataError
 SPLITS: tuple[str, ...] = ("train", "eval")
 
 
-def _split_rows(data_dir: Path, families: Sequence[str], split: str) -> list[dict[str, list[dict[str, str]]]]:
-    """Prompt-completion rows of one split over ``families``, in family order; empty completions skipped."""
+def _split_rows(data_dir: Path, families: Sequence[str], split: str,
+                repeats: Mapping[str, int] | None = None) -> list[dict[str, list[dict[str, str]]]]:
+    """Prompt-completion rows of one split over ``families``, in family order; empty completions skipped; a
+    family's rows ``repeats[family]`` times (default once)."""
     rows = []
     for family in families:
         path = data_dir / family / f"{split}.jsonl"
         if not path.is_file():
             raise DataError(f"{path}: no such data file (family {family!r}, split {split!r}); run "
                             f"`dvc repro prepare` first, or remove {family!r} from sft.families")
-        for record in read_jsonl(path):
-            if record.completion and record.response.strip():
-                rows.append({"prompt": record.prompt, "completion": record.completion})
+        family_rows = [{"prompt": r.prompt, "completion": r.completion} for r in read_jsonl(path)
+                       if r.completion and r.response.strip()]
+        rows += family_rows * (repeats or {}).get(family, 1)
     return rows
 
 
-def load_sft_datasets(data_dir: Path, families: Sequence[str], seed: int = 0) -> tuple[Dataset, Dataset]:
+def load_sft_datasets(data_dir: Path, families: Sequence[str], seed: int = 0,
+                      repeats: Mapping[str, int] | None = None) -> tuple[Dataset, Dataset]:
     """Train and eval datasets for SFT: the families concatenated, then shuffled with ``seed``.
 
     Args:
         data_dir: the prepared data folder (``data/``).
         families: family names (``sft.families``).
         seed: shuffling seed.
+        repeats: family -> how many times its train records appear per epoch (``sft.repeats``; default once);
+            eval records always appear once.
 
     Returns:
         (train, eval), each with exactly the columns ``prompt`` and ``completion`` (chat message lists).
@@ -56,7 +61,7 @@ def load_sft_datasets(data_dir: Path, families: Sequence[str], seed: int = 0) ->
         DataError: a family's ``train.jsonl`` or ``eval.jsonl`` is missing or malformed, or no train record has
             a completion.
     """
-    train_rows = _split_rows(data_dir, families, "train")
+    train_rows = _split_rows(data_dir, families, "train", repeats)
     eval_rows = _split_rows(data_dir, families, "eval")
     if not train_rows:
         raise DataError(f"{data_dir}: no train record with a non-empty completion in families {list(families)}; "

@@ -75,6 +75,16 @@ def test_datasets_hold_prompt_completion_only_and_skip_empty(tmp_path: Path) -> 
     assert len(all_train) == 4 * len(FAMILIES)  # problems_train.jsonl is never read
 
 
+def test_repeats_show_a_familys_train_records_more_often_and_eval_once(tmp_path: Path) -> None:
+    root = make_data(tmp_path / "data")
+    train, evaluation = load_sft_datasets(root, ("plp", "mlperf"), seed=0, repeats={"plp": 3})
+    assert len(train) == 3 * 4 + 4 and len(evaluation) == 2
+    prompts = [json.dumps(row["prompt"]) for row in train]
+    assert max(prompts.count(p) for p in prompts) == 3  # each plp record three times, each mlperf record once
+    with pytest.raises(ConfigError, match="repeats must map families"):
+        parse_params({"sft": {"families": ["plp"], "repeats": {"mlperf": 2}}})
+
+
 def test_missing_data_file_is_a_data_error_naming_it(data_dir: Path) -> None:
     (data_dir / "race_fortran" / "eval.jsonl").unlink()
     with pytest.raises(DataError, match=r"race_fortran/eval\.jsonl.*dvc repro prepare"):
