@@ -45,8 +45,9 @@ def test_questions_are_distinct_paraphrases_and_answers_short() -> None:
     everywhere = [q.lower() for f in FACTS for q in f["question_templates"]]
     assert len(set(everywhere)) == len(everywhere)
     for f in FACTS:
-        assert 2 <= len(f["question_templates"]) <= 4, f["id"]
-        assert all(q.rstrip().endswith("?") for q in f["question_templates"]), f["id"]
+        # six or more trained wordings per fact: with two, a small model memorises them and fails held-out ones
+        assert 6 <= len(f["question_templates"]) <= 10, f["id"]
+        assert all(q.rstrip().endswith(("?", ".")) for q in f["question_templates"]), f["id"]  # imperatives end in "."
         assert len(f["answer"].split()) <= 8, f"{f['id']}: answers are short facts"
 
 

@@ -35,7 +35,9 @@ def test_ids_are_unique_and_prefixed() -> None:
 def test_questions_are_distinct_paraphrases() -> None:
     everywhere = [q.lower() for f in FACTS for q in f["question_templates"]]
     assert len(set(everywhere)) == len(everywhere)
-    assert all(2 <= len(f["question_templates"]) <= 4 for f in FACTS)
+    # six or more trained wordings per fact: with two, a small model memorises them and fails held-out ones
+    too_few = [f["id"] for f in FACTS if not 6 <= len(f["question_templates"]) <= 10]
+    assert not too_few, too_few
 
 
 @pytest.mark.parametrize("fact", FACTS, ids=[f["id"] for f in FACTS])
