@@ -98,17 +98,20 @@ def format_summary(summary: dict[str, Any]) -> str:
     lines += [f"  {s['dvc_stage']:<18}{s['status']:<10}{s['seconds']:>9.1f}" for s in summary["dvc_stages"]]
     reports = summary["reports"]
     lines += ["", text_table(headline(reports["sft"]["report"], reports["rl"]["report"]))]
-    reg = summary["register"]
-    if reg is None:
-        lines.append("\n  registry: not asked (--no-register)")
-    else:
-        lines.append(f"\n  registry: {reg.get('name')} version {reg.get('version')}, aliases "
-                     f"{', '.join(reg.get('aliases') or []) or '-'}; promoted to champion: "
-                     f"{'yes' if reg.get('promoted') else 'no'} (champion version {reg.get('champion_version')})")
+    lines.append("\n  " + registry_line(summary["register"]))
     for entry in reports.values():
         state = "missing (its stage has not run here)" if not entry["found"] else entry.get("error", "read")
         lines.append(f"  {entry['path']}: {state}")
     return "\n".join(lines)
+
+
+def registry_line(reg: dict[str, Any] | None) -> str:
+    """One line on the registration: version, aliases, whether it became champion (or that none was asked)."""
+    if reg is None:
+        return "registry: not asked (--no-register)"
+    return (f"registry: {reg.get('name')} version {reg.get('version')}, aliases "
+            f"{', '.join(reg.get('aliases') or []) or '-'}; promoted to champion: "
+            f"{'yes' if reg.get('promoted') else 'no'} (champion version {reg.get('champion_version')})")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,7 +20,7 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 
-from flows.train_dgemm import check_dvc_stages
+from flows.train_dgemm import check_dvc_stages, registry_line
 from hpcrl_core.config import load_params
 from hpcrl_core.evaluation.hargo_report import markdown_table
 from hpcrl_core.evaluation.start_point import bars_line
@@ -76,13 +76,7 @@ def format_summary(summary: dict[str, Any]) -> str:
     lines.append("\nstart point: " + (bars_line(start) if start else f"{START_REPORT} missing"))
     comparison = summary["comparison"]
     lines.append("\n" + (markdown_table(comparison) if comparison else f"{REPORT} missing"))
-    reg = summary["register"]
-    if reg is None:
-        lines.append("\nregistry: not asked (--no-register)")
-    else:
-        lines.append(f"\nregistry: {reg.get('name')} version {reg.get('version')}, aliases "
-                     f"{', '.join(reg.get('aliases') or []) or '-'}; promoted to champion: "
-                     f"{'yes' if reg.get('promoted') else 'no'} (champion version {reg.get('champion_version')})")
+    lines.append("\n" + registry_line(summary["register"]))
     return "\n".join(lines)
 
 

@@ -42,7 +42,7 @@ from hpcrl_core.errors import ConfigError, DataError
 from hpcrl_core.files import write_text_atomic
 from hpcrl_core.models.saved import load_saved_policy
 from hpcrl_core.training.checkpoints import last_checkpoint
-from hpcrl_core.training.trl_options import check_passthrough
+from hpcrl_core.training.trl_options import check_passthrough, grpo_options
 
 STATE_FILE = "hargo_state.json"
 LOG_HISTORY = "log_history.json"
@@ -251,19 +251,8 @@ def hargo_config(rp: RLHargoParams, output_dir: Path, report_to: list[str], meth
     check_passthrough(rp.trl, HARGOConfig, "rl_hargo", OWNED_FIELDS)
     if method not in ESTIMATORS:
         raise ConfigError(f"method {method!r} is not an estimator; known: {', '.join(ESTIMATORS)}")
-    cuda = torch.cuda.is_available()
-    options: dict[str, Any] = {
-        "output_dir": str(output_dir), "report_to": report_to, "seed": seed, "data_seed": seed,
-        "max_steps": rp.max_steps, "learning_rate": rp.learning_rate, "lr_scheduler_type": rp.lr_scheduler_type,
-        "warmup_steps": rp.warmup_ratio, "per_device_train_batch_size": rp.per_device_train_batch_size,
-        "num_generations": rp.num_generations, "gradient_accumulation_steps": rp.gradient_accumulation_steps,
-        "temperature": rp.temperature, "beta": rp.beta, "loss_type": "grpo", "scale_rewards": "group",
-        "max_completion_length": rp.max_completion_length, "save_strategy": "steps", "save_steps": rp.save_steps,
-        "save_total_limit": rp.save_total_limit, "logging_steps": rp.logging_steps,
-        "estimator": method, "alpha": rp.alpha, "rho": rp.rho,
-        "use_cpu": not cuda, "bf16": cuda and torch.cuda.is_bf16_supported(),
-        "dataloader_num_workers": 0, "dataloader_pin_memory": cuda,
-    }
+    options = {**grpo_options(rp, output_dir, report_to, seed), "loss_type": "grpo", "scale_rewards": "group",
+               "estimator": method, "alpha": rp.alpha, "rho": rp.rho}
     options.update(rp.trl)
     try:
         return HARGOConfig(**options)

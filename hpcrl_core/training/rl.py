@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import torch
 from datasets import Dataset
 from trl import GRPOConfig, GRPOTrainer
 
@@ -50,7 +49,7 @@ from hpcrl_core.rewards import RewardContext, get_reward
 from hpcrl_core.rewards.dgemm import violates
 from hpcrl_core.rewards.ladder import needs_reference
 from hpcrl_core.training.checkpoints import last_checkpoint
-from hpcrl_core.training.trl_options import check_passthrough, trl_version
+from hpcrl_core.training.trl_options import check_passthrough, grpo_options, trl_version
 
 SQD_STATE = STATE_FILE
 ARCHIVE = ARCHIVE_FILE
@@ -84,18 +83,8 @@ def grpo_config(rp: RLDgemmParams, output_dir: Path, report_to: list[str]) -> GR
     if rp.loss_type not in LOSS_TYPES:
         raise ConfigError(f"rl_dgemm.loss_type: received {rp.loss_type!r}; allowed by trl {trl_version()}: "
                           f"{', '.join(LOSS_TYPES)}")
-    cuda = torch.cuda.is_available()
-    options: dict[str, Any] = {
-        "output_dir": str(output_dir), "report_to": report_to, "seed": rp.seed, "data_seed": rp.seed,
-        "max_steps": rp.max_steps, "learning_rate": rp.learning_rate, "lr_scheduler_type": rp.lr_scheduler_type,
-        "warmup_steps": rp.warmup_ratio, "per_device_train_batch_size": rp.per_device_train_batch_size,
-        "num_generations": rp.num_generations, "gradient_accumulation_steps": rp.gradient_accumulation_steps,
-        "temperature": rp.temperature, "beta": rp.beta, "loss_type": rp.loss_type, "scale_rewards": rp.scale_rewards,
-        "max_completion_length": rp.max_completion_length, "save_strategy": "steps", "save_steps": rp.save_steps,
-        "save_total_limit": rp.save_total_limit, "logging_steps": rp.logging_steps,
-        "use_cpu": not cuda, "bf16": cuda and torch.cuda.is_bf16_supported(),
-        "dataloader_num_workers": 0, "dataloader_pin_memory": cuda,
-    }
+    options = {**grpo_options(rp, output_dir, report_to, rp.seed), "loss_type": rp.loss_type,
+               "scale_rewards": rp.scale_rewards}
     options.update(rp.trl)
     try:
         return GRPOConfig(**options)
