@@ -43,7 +43,7 @@ class RacePrepParams(Section):
 
 
 class QAPrepParams(Section):
-    paraphrases: int = Field(3, ge=1, le=20)  # question templates used per fact
+    paraphrases: int = Field(6, ge=1, le=20)  # question templates used per fact (the tables hold 6-7)
     # "phrasing": eval asks facts seen in training in words never seen (does SFT inject the fact?);
     # "fact": eval asks facts never seen in training (only answerable by a model that knew them before)
     hold_out: Literal["phrasing", "fact"] = "phrasing"
