@@ -1,5 +1,5 @@
-"""The ``sft_hargo`` stage: the HARGO start point. SFT on the task families only (race C and Fortran, MLPerf, PLP)
-with the ``sft_hargo`` budget and tiny model size; checkpoints to ``checkpoints/sft_hargo`` (resumed after a crash
+"""The ``sft_hargo`` stage: the HARGO start point. SFT on ``sft_hargo.families`` with its repetition, budget and tiny
+model size; checkpoints to ``checkpoints/sft_hargo`` (resumed after a crash
 when the inputs are unchanged); then its held-out report ``reports/sft_hargo.json``, which states the bars a start
 point must reach (``hpcrl_core/evaluation/start_point.py``) and whether it does; curves and report to MLflow.
 
