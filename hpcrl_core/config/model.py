@@ -155,4 +155,4 @@ class EvalParams(Section):
     qa_max_new_tokens: int = Field(128, ge=1, le=65_536)  # race, MLPerf and PLP answers (always greedy)
     batch_size: int = Field(8, ge=1, le=4096)  # prompts per generate() call
     bench_n: int = Field(256, ge=16, le=4096)  # matrix size at which sampled kernels are verified and timed
-    max_items_per_family: int = Field(250, ge=1, le=1_000_000)  # first this many of data/<family>/eval.jsonl
+    max_items_per_family: int = Field(300, ge=1, le=1_000_000)  # first this many of data/<family>/eval.jsonl
