@@ -61,12 +61,12 @@ def evaluate_hargo(params_path: str = "params.yaml", data_dir: str = "data",
     records = hargo.load_items(Path(data_dir), params, notes)
     if not records:
         raise DataError(f"no held-out items under {data_dir} ({notes}); run `dvc repro prepare` first")
-    sft_rows = steps.evaluate_policy(Path(sft_dir), records, params, "sft")
+    sft_rows = steps.evaluate_model(Path(sft_dir), records, params, "sft")
     runs: dict[str, dict[int, list[dict[str, Any]]]] = {}
     for method, seeds in dirs.items():
         for seed, folder in seeds.items():
-            runs.setdefault(method, {})[seed] = steps.evaluate_policy(folder, records, params, f"{method}-{seed}")
-    result = steps.write_comparison(sft_rows, runs, params, notes, Path(report))
+            runs.setdefault(method, {})[seed] = steps.evaluate_model(folder, records, params, f"{method}-{seed}")
+    result = steps.comparison_report(sft_rows, runs, params, notes, Path(report))
     _track(result, params, Path(report))
     get_run_logger().info("HARGO comparison (%s)\n%s", report, markdown_table(result))
     return result

@@ -1,6 +1,6 @@
 """Prefect tasks of the evaluate_hargo stage: every policy of the comparison answers the held-out items
-(``evaluate_policy``), and the comparison with its intervals, table, samples and plot is written
-(``write_comparison``).
+(``evaluate_model``), and the comparison with its intervals is computed and written with its table, samples and
+plot (``comparison_report``).
 
 No retries: generation is greedy and deterministic; a missing checkpoint is an error the operator must see.
 """
@@ -23,14 +23,14 @@ from hpcrl_core.files import write_text_atomic
 
 
 @task(task_run_name="evaluate-{label}", cache_policy=NO_CACHE)
-def evaluate_policy(model_dir: Path, records: Sequence[Record], params: Params, label: str) -> list[dict[str, Any]]:
+def evaluate_model(model_dir: Path, records: Sequence[Record], params: Params, label: str) -> list[dict[str, Any]]:
     """Greedy answers of the model in ``model_dir`` to ``records``, scored per item."""
     logger = get_run_logger()
     return hargo.evaluate_model(model_dir, records, params, progress=lambda line: logger.info("%s: %s", label, line))
 
 
 @task(cache_policy=NO_CACHE)
-def write_comparison(sft_rows: Sequence[dict[str, Any]], runs: Mapping[str, Mapping[int, Sequence[dict[str, Any]]]],
+def comparison_report(sft_rows: Sequence[dict[str, Any]], runs: Mapping[str, Mapping[int, Sequence[dict[str, Any]]]],
                      params: Params, notes: Mapping[str, str], report: Path) -> dict[str, Any]:
     """Write ``report`` (JSON), its samples, ``<report>.md`` (the table) and ``<report>.png``; return the report."""
     result = hargo.comparison_report(sft_rows, runs, params, notes)

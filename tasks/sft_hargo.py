@@ -1,5 +1,5 @@
-"""Prefect tasks of the sft_hargo stage: the start point's training (``run_sft`` on ``sft_hargo`` params) and its
-held-out report (``evaluate_start_point``).
+"""Prefect tasks of the sft_hargo stage: the start point's training (``run_sft_hargo``) and its held-out report
+(``evaluate_start_point``, written with its per-item samples).
 
 No Prefect caching (DVC owns skip-if-unchanged) and no automatic retries: training resumes from its last checkpoint
 when the stage is run again.
@@ -14,26 +14,20 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from hpcrl_core.config import Params
-from hpcrl_core.evaluation import hargo
+from hpcrl_core.evaluation import start_point
 from hpcrl_core.evaluation.report import samples_path_for, write_report, write_samples
-from hpcrl_core.evaluation.start_point import start_point_report
-from hpcrl_core.training import sft
-from hpcrl_core.training.start_point import start_point_params
+from hpcrl_core.training import start_point as training_start
 
 
 @task(cache_policy=NO_CACHE)
 def run_sft_hargo(params: Params, data_dir: Path, output_dir: Path, report_to: list[str]) -> dict[str, Any]:
-    return sft.run_sft(start_point_params(params), data_dir, output_dir, report_to)
+    return training_start.run_sft_hargo(params, data_dir, output_dir, report_to)
 
 
 @task(cache_policy=NO_CACHE)
 def evaluate_start_point(model_dir: Path, data_dir: Path, params: Params, report: Path) -> dict[str, Any]:
     """Score the start point on the held-out items; write ``report`` and its per-item samples beside it."""
-    logger = get_run_logger()
-    notes: dict[str, str] = {}
-    records = hargo.load_items(data_dir, params, notes)
-    rows = hargo.evaluate_model(model_dir, records, params, progress=logger.info)
-    result = {**start_point_report(rows), "meta": {"model_dir": str(model_dir), "notes": notes}}
+    result, rows = start_point.evaluate_start_point(model_dir, data_dir, params, progress=get_run_logger().info)
     write_report(result, report)
     write_samples(rows, samples_path_for(report))
     return result

@@ -15,10 +15,12 @@ Test: ``pytest tests/evaluation/test_start_point.py``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
-from hpcrl_core.evaluation.hargo import Row, method_metrics
+from hpcrl_core.config import Params
+from hpcrl_core.evaluation.hargo import Row, evaluate_model, load_items, method_metrics
 
 # metric of method_metrics -> the bar the start point must reach (issue: "a start point worth comparing from")
 BARS: dict[str, float] = {"race_f1": 0.85, "mlperf_avg_score": 0.35, "plp_similarity": 0.6}
@@ -54,3 +56,16 @@ def bars_line(report: dict[str, Any]) -> str:
         shown = "n/a" if value is None else f"{value:.3f}"
         parts.append(f"{k} {shown} (bar {bar:g}: {'met' if report['meets'][k] else 'MISSED'})")
     return "; ".join(parts)
+
+
+def evaluate_start_point(model_dir: Path, data_dir: Path, params: Params,
+                         progress: Callable[[str], None] | None = None) -> tuple[dict[str, Any], list[Row]]:
+    """Score the policy in ``model_dir`` on the held-out items under ``data_dir`` (``evaluate_hargo`` settings).
+
+    Returns:
+        ``(report, rows)``: ``start_point_report`` plus ``meta`` (model folder, notes on missing families), and the
+        per-item rows.
+    """
+    notes: dict[str, str] = {}
+    rows = evaluate_model(model_dir, load_items(data_dir, params, notes), params, progress=progress)
+    return {**start_point_report(rows), "meta": {"model_dir": str(model_dir), "notes": notes}}, rows

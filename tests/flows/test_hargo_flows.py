@@ -26,7 +26,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SMALL: dict[str, Any] = {
     "prepare": {"race": {"tsan": False, "per_pattern": 2, "eval_pairs": 1}},
     "model": {"tokenizer": {"vocab_size": 600}},
-    "sft_hargo": {"max_steps": 3, "save_steps": 2, "eval_steps": 100, "logging_steps": 1, "max_length": 1024,
+    "sft_hargo": {"families": ["race_c", "race_fortran", "mlperf", "plp"], "max_steps": 3, "save_steps": 2,
+                  "eval_steps": 100, "logging_steps": 1, "max_length": 1024,
                   "tiny": {"hidden_size": 32, "num_heads": 2, "num_kv_heads": 2, "intermediate_size": 64}},
     "rl_hargo": {"methods": ["grpo", "hargo"], "seeds": [1], "max_steps": 2, "per_device_train_batch_size": 4,
                  "num_generations": 2, "max_completion_length": 8, "save_steps": 1, "max_items_per_family": 3},
