@@ -17,9 +17,7 @@ from prefect.cache_policies import NO_CACHE
 from hpcrl_core.config import Params
 from hpcrl_core.data.schema import Record
 from hpcrl_core.evaluation import hargo
-from hpcrl_core.evaluation.hargo_report import markdown_table, plot_comparison
-from hpcrl_core.evaluation.report import samples_path_for, write_report, write_samples
-from hpcrl_core.files import write_text_atomic
+from hpcrl_core.evaluation.hargo_report import write_comparison
 
 
 @task(task_run_name="evaluate-{label}", cache_policy=NO_CACHE)
@@ -34,10 +32,5 @@ def comparison_report(sft_rows: Sequence[dict[str, Any]], runs: Mapping[str, Map
                      params: Params, notes: Mapping[str, str], report: Path) -> dict[str, Any]:
     """Write ``report`` (JSON), its samples, ``<report>.md`` (the table) and ``<report>.png``; return the report."""
     result = hargo.comparison_report(sft_rows, runs, params, notes)
-    write_report(result, report)
-    samples = [{"model": "sft", "seed": None, **r} for r in sft_rows]
-    samples += [{"model": m, "seed": s, **r} for m, seeds in runs.items() for s, rows in seeds.items() for r in rows]
-    write_samples(samples, samples_path_for(report))
-    write_text_atomic(report.with_suffix(".md"), markdown_table(result) + "\n")
-    plot_comparison(result, report.with_suffix(".png"), title="HARGO comparison: held-out items")
+    write_comparison(result, sft_rows, runs, report, title="HARGO comparison: held-out items")
     return result

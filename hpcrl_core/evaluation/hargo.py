@@ -18,7 +18,8 @@ answers whose cosine to the reference is >= 0.5 (``bootstrap.PLP_ACCURATE``, a t
 choosing; the paper reports PLP only as mean similarity).
 
 Run: ``.venv/bin/python -m hpcrl_core.evaluation.hargo SFT_DIR DATA_DIR OUT_JSON METHOD:SEED=MODEL_DIR...``
-(params from ./params.yaml; writes OUT_JSON, its ``_samples.jsonl`` and a ``.png`` plot, prints the table).
+(params from ./params.yaml; writes OUT_JSON, its ``_samples.jsonl``, ``.md`` table and ``.png`` plot, prints the
+table).
 Test: ``pytest tests/evaluation/test_hargo.py``.
 """
 
@@ -44,10 +45,9 @@ from hpcrl_core.evaluation.bootstrap import (
 )
 from hpcrl_core.evaluation.embeddings import plp_similarity
 from hpcrl_core.evaluation.generate import generate
-from hpcrl_core.evaluation.hargo_report import markdown_table, plot_comparison
+from hpcrl_core.evaluation.hargo_report import markdown_table, write_comparison
 from hpcrl_core.evaluation.items import read_eval_items
 from hpcrl_core.evaluation.metrics import gold_race_label, parse_race_answer, race_f1, tiered_score, winrate
-from hpcrl_core.evaluation.report import samples_path_for, write_report, write_samples
 from hpcrl_core.models.saved import load_saved_policy
 from hpcrl_core.textstats import is_degenerate
 
@@ -307,12 +307,8 @@ def main(argv: list[str]) -> None:
     runs: dict[str, dict[int, list[Row]]] = {}
     for method, seed, folder in specs:
         runs.setdefault(method, {})[seed] = evaluate_model(folder, records, params, progress(f"{method}:{seed}"))
-    samples = [{"model": SFT, "seed": None, **r} for r in sft_rows]
-    samples += [{"model": m, "seed": s, **r} for m, seeds in runs.items() for s, rows in seeds.items() for r in rows]
     report = comparison_report(sft_rows, runs, params, notes)
-    write_report(report, out)
-    write_samples(samples, samples_path_for(out))
-    plot_comparison(report, out.with_suffix(".png"))
+    write_comparison(report, sft_rows, runs, out)
     print(markdown_table(report))
 
 

@@ -6,17 +6,20 @@ markdown table with intervals, a sentence on what one item is worth, and a bar p
 - ``what_one_item_is_worth``: how much one item moves each rate (1/n per family), printed under the table.
 - ``plot_comparison``: one panel per headline metric, a bar per model at its seed-mean, whiskers at the interval,
   dots at the single seeds (matplotlib, Agg backend, written atomically).
+- ``write_comparison``: the report with its samples, table and plot, written beside each other.
 
 Test: ``pytest tests/evaluation/test_hargo_report.py``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from hpcrl_core.evaluation.plots import _save, plt
+from hpcrl_core.evaluation.report import samples_path_for, write_report, write_samples
+from hpcrl_core.files import write_text_atomic
 
 # (column label, headline metric) shown as "mean [lo, hi]"
 TABLE_METRICS: tuple[tuple[str, str], ...] = (
@@ -106,3 +109,18 @@ def plot_comparison(report: Mapping[str, Any], path: Path, title: str = "") -> N
     fig.suptitle(title or f"HARGO comparison on held-out items: seed-mean, {meta['confidence']:.0%} bootstrap "
                           f"interval over items, dots = seeds")
     _save(fig, path)
+
+
+Rows = Sequence[Mapping[str, Any]]
+
+
+def write_comparison(report: Mapping[str, Any], sft_rows: Rows, runs: Mapping[str, Mapping[int, Rows]], out: Path,
+                     title: str = "") -> None:
+    """Write the comparison beside ``out``: the report (``out``, JSON), every scored item (``<out>_samples.jsonl``,
+    rows with ``model``, ``seed`` and the item's fields), the table (``<out>.md``) and the plot (``<out>.png``)."""
+    write_report(dict(report), out)
+    samples = [{"model": "sft", "seed": None, **r} for r in sft_rows]
+    samples += [{"model": m, "seed": s, **r} for m, seeds in runs.items() for s, rows in seeds.items() for r in rows]
+    write_samples(samples, samples_path_for(out))
+    write_text_atomic(out.with_suffix(".md"), markdown_table(report) + "\n")
+    plot_comparison(report, out.with_suffix(".png"), title=title)
