@@ -22,9 +22,9 @@ from prefect import flow, get_run_logger
 
 import tasks.evaluate_hargo as steps
 from flows.stage import COMPARISON_TAG, flow_run_tags
-from hpcrl_core import tracking
+from hpcrl_core import provenance, tracking
 from hpcrl_core.config import Params, load_params
-from hpcrl_core.errors import DataError
+from hpcrl_core.errors import ConfigError, DataError
 from hpcrl_core.evaluation import hargo
 from hpcrl_core.evaluation.hargo_report import markdown_table
 
@@ -41,7 +41,9 @@ def run_dirs(params: Params, runs_dir: Path) -> dict[str, dict[int, Path]]:
     for method in rp.methods:
         for seed in rp.seeds:
             final = runs_dir / f"{method}-{seed}" / "final"
-            if not (final / "config.json").is_file() and not (final / "adapter_config.json").is_file():
+            try:
+                provenance.check_model_dir(final)
+            except ConfigError:
                 missing.append(f"rl_hargo@{method}-{seed} ({final})")
             out.setdefault(method, {})[seed] = final
     if missing:

@@ -19,10 +19,10 @@ from pathlib import Path
 
 from prefect import flow, get_run_logger
 
-from flows.stage import COMPARISON_TAG, flow_run_tags
+from flows.resumable import resumable_dvc_stage
+from flows.stage import COMPARISON_TAG
 from hpcrl_core import tracking
 from hpcrl_core.config import load_params
-from hpcrl_core.training.checkpoints import inputs_fingerprint, last_checkpoint, reset_if_stale
 from tasks.rl_hargo import run_hargo
 
 
@@ -44,11 +44,7 @@ def rl_hargo(method: str = "hargo", seed: int = 1, params_path: str = "params.ya
                 "seed": seed}
     log = get_run_logger()
     name = run_name(method, seed)
-    if reset_if_stale(out, inputs_fingerprint([f for f in inputs if f.exists()], settings)):
-        log.info("%s: inputs changed since the checkpoints in %s were made; starting over", name, out)
-    tags = {**flow_run_tags(), **COMPARISON_TAG, "method": method, "seed": str(seed)}
-    with tracking.dvc_stage_run(name, params=settings, tags=tags, run_file=out / tracking.RUN_FILE,
-                                resume=last_checkpoint(out) is not None):
+    with resumable_dvc_stage(name, out, inputs, settings, {**COMPARISON_TAG, "method": method, "seed": str(seed)}):
         result = run_hargo(params, data, sft, out, ["mlflow"], method, seed)
         tracking.log_metrics({k: float(v) for k, v in result.items()
                               if isinstance(v, int | float) and not isinstance(v, bool) and k != "seed"})
