@@ -23,6 +23,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from hpcrl_core.files import write_text_atomic
+
 FINGERPRINT = "inputs.json"
 TRAINER_STATE = "trainer_state.json"
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
@@ -80,3 +82,18 @@ def last_checkpoint(output_dir: Path) -> Path | None:
                     folder, TRAINER_STATE)
         shutil.rmtree(folder)
     return None
+
+
+LOG_HISTORY = "log_history.json"  # the trainer's per-step logs in a final folder, for the evaluation's plots
+
+
+def save_policy(trainer: Any, folder: Path) -> None:
+    """Save a trained policy for the next stage: the model (or adapter) and its tokenizer into ``folder``."""
+    trainer.save_model(str(folder))
+    if trainer.processing_class is not None:
+        trainer.processing_class.save_pretrained(str(folder))
+
+
+def save_log_history(trainer: Any, folder: Path) -> None:
+    """Write the trainer's per-step logs to ``folder/log_history.json`` atomically."""
+    write_text_atomic(folder / LOG_HISTORY, json.dumps(trainer.state.log_history, indent=1) + "\n")

@@ -41,11 +41,10 @@ from hpcrl_core.data.schema import Record, read_jsonl
 from hpcrl_core.errors import ConfigError, DataError
 from hpcrl_core.files import write_text_atomic
 from hpcrl_core.models.saved import load_saved_policy
-from hpcrl_core.training.checkpoints import last_checkpoint
+from hpcrl_core.training.checkpoints import last_checkpoint, save_log_history, save_policy
 from hpcrl_core.training.trl_options import check_passthrough, grpo_options
 
 STATE_FILE = "hargo_state.json"
-LOG_HISTORY = "log_history.json"
 FINAL_DIR = "final"
 NEEDS_REFERENCE = frozenset({"hargo", "hargo_b2"})  # estimators that read the reference log-probs
 # GRPOConfig features the weighted loss does not implement; refused rather than silently ignored
@@ -324,11 +323,9 @@ def run_hargo(params: Params, data_dir: Path, sft_dir: Path, output_dir: Path, r
     trainer = build_hargo_trainer(params, data_dir, sft_dir, output_dir, report_to, method, seed, reward_funcs)
     result = trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     final = output_dir / FINAL_DIR
-    trainer.save_model(str(final))
-    if trainer.processing_class is not None:
-        trainer.processing_class.save_pretrained(str(final))
+    save_policy(trainer, final)
     save_state(final, trainer.ema, method)
-    write_text_atomic(final / LOG_HISTORY, json.dumps(trainer.state.log_history, indent=1) + "\n")
+    save_log_history(trainer, final)
     return {"global_step": int(trainer.state.global_step), "train_loss": float(result.training_loss),
             "resumed_from": str(resume) if resume else None, "final_dir": str(final), "method": method,
             "seed": seed, "ema": trainer.ema}

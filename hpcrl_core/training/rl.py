@@ -24,7 +24,6 @@ Test: ``pytest tests/training/test_rl.py``.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -43,18 +42,16 @@ from hpcrl_core.bench.result import BenchResult
 from hpcrl_core.config import Params, RLDgemmParams, Settings, load_params
 from hpcrl_core.data.schema import read_jsonl
 from hpcrl_core.errors import ConfigError, DataError
-from hpcrl_core.files import write_text_atomic
 from hpcrl_core.models.saved import load_saved_policy
 from hpcrl_core.rewards import RewardContext, get_reward
 from hpcrl_core.rewards.dgemm import violates
 from hpcrl_core.rewards.ladder import needs_reference
-from hpcrl_core.training.checkpoints import last_checkpoint
+from hpcrl_core.training.checkpoints import last_checkpoint, save_log_history, save_policy
 from hpcrl_core.training.trl_options import check_passthrough, grpo_options, trl_version
 
 SQD_STATE = STATE_FILE
 ARCHIVE = ARCHIVE_FILE
 HEATMAP = "qd_archive.png"
-LOG_HISTORY = "log_history.json"
 FINAL_DIR = "final"
 OWNED_FIELDS: dict[str, str] = {
     **{name: f"rl_dgemm.{name}" for name in RLDgemmParams.model_fields
@@ -227,13 +224,11 @@ def run_rl(params: Params, data_dir: Path, sft_dir: Path, output_dir: Path, repo
     finally:
         run.close()
     final = output_dir / FINAL_DIR
-    run.trainer.save_model(str(final))
-    if run.trainer.processing_class is not None:
-        run.trainer.processing_class.save_pretrained(str(final))
+    save_policy(run.trainer, final)
     run.rollouts.curriculum.save(final / SQD_STATE)
     run.rollouts.archive.save(final / ARCHIVE)
     run.rollouts.archive.heatmap(final / HEATMAP)
-    write_text_atomic(final / LOG_HISTORY, json.dumps(run.trainer.state.log_history, indent=1) + "\n")
+    save_log_history(run.trainer, final)
     return {"global_step": int(run.trainer.state.global_step), "train_loss": float(result.training_loss),
             "resumed_from": str(resume) if resume else None, "final_dir": str(final),
             "promotions": len(run.rollouts.promotions), **run.rollouts.curriculum.stats(),

@@ -27,7 +27,7 @@ from hpcrl_core.config import ModelParams, Params, SFTParams, load_params
 from hpcrl_core.errors import ConfigError
 from hpcrl_core.models.build import load_policy
 from hpcrl_core.models.tokenizer import save_tokenizer
-from hpcrl_core.training.checkpoints import last_checkpoint
+from hpcrl_core.training.checkpoints import last_checkpoint, save_policy
 from hpcrl_core.training.sft_data import check_max_length, load_sft_datasets
 from hpcrl_core.training.trl_options import check_passthrough
 
@@ -134,9 +134,7 @@ def run_sft(params: Params, data_dir: Path, output_dir: Path, report_to: list[st
     result = trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     eval_loss = trainer.evaluate()["eval_loss"] if trainer.eval_dataset is not None else math.nan
     final = output_dir / FINAL_DIR
-    trainer.save_model(str(final))
-    if trainer.processing_class is not None:
-        trainer.processing_class.save_pretrained(str(final))
+    save_policy(trainer, final)
     return {"train_loss": float(result.training_loss), "eval_loss": float(eval_loss),
             "global_step": int(trainer.state.global_step), "resumed_from": str(resume) if resume else None,
             "final_dir": str(final)}
