@@ -39,6 +39,9 @@ class RacePrepParams(Section):
     # more minimal pairs per pattern, generated for eval only (never trained) beside the 9:1 split of the per_pattern
     # pairs: 6 gives 192 eval items per language, above HARGO's 185 (C) and 157 (Fortran)
     eval_pairs: int = Field(6, ge=0, le=10_000)
+    # more pairs per pattern for RL only (data/<family>/rl.jsonl: never in SFT or eval), so RL asks programs its SFT
+    # start has not memorised; 6 gives 96 RL prompts per language
+    rl_pairs: int = Field(6, ge=0, le=10_000)
     tsan: bool = True  # run C items under ThreadSanitizer and report agreement in the card
 
 
@@ -50,6 +53,10 @@ class QAPrepParams(Section):
     # with hold_out "phrasing": held-out templates per fact (held_out_templates) asked in eval only, beside the 9:1
     # split of the trained phrasings; 2 gives 220+ MLPerf and 130+ PLP eval items (HARGO: 182 and 60). 0: none
     eval_phrasings: int = Field(2, ge=0, le=20)
+    # of the paraphrases templates of each fact, this many go to RL only (data/<family>/rl.jsonl) instead of SFT:
+    # wordings of trained facts that SFT never saw, which its start point answers imperfectly; at most all but one of
+    # a fact's wordings (a fact keeps a trained wording, so paraphrases 1 gives no RL items). 0: none
+    rl_phrasings: int = Field(1, ge=0, le=19)
 
 
 class PrepareParams(Section):
@@ -58,6 +65,9 @@ class PrepareParams(Section):
     # records of one hpcgpt/dataracebench source that cannot be read or labelled are quarantined (listed in the data
     # card) up to this share of that source's records; past it the stage stops. 0: stop at the first such record
     max_quarantine_share: float = Field(0.01, ge=0, le=1)
+    # share of each family's train groups moved to data/<family>/rl.jsonl (RL prompts never trained by SFT) after the
+    # 9:1 split, beside the generated rl_pairs / rl_phrasings; for file sources (hpcgpt, dataracebench). 0: none
+    rl_fraction: float = Field(0.0, ge=0, lt=1)
     sources: dict[str, tuple[str, ...]] = Field(default_factory=lambda: _default_sources())
     dgemm: DgemmPrepParams = DgemmPrepParams()
     race: RacePrepParams = RacePrepParams()

@@ -42,14 +42,15 @@ def _label(r: Record) -> str:
 
 
 def build_card(family: str, train: Sequence[Record], evals: Sequence[Record], report: HygieneReport,
-               extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The card of one family."""
-    items = list(train) + list(evals)
+               extra: dict[str, Any] | None = None, rl: Sequence[Record] = ()) -> dict[str, Any]:
+    """The card of one family (``rl``: its RL-only prompts, counted apart from train and eval)."""
+    items = list(train) + list(evals) + list(rl)
     return {
         "family": family,
-        "counts": {"train": len(train), "eval": len(evals), "total": len(items)},
+        "counts": {"train": len(train), "eval": len(evals), "rl": len(rl), "total": len(items)},
         "label_balance": {"train": dict(Counter(_label(r) for r in train).most_common()),
-                          "eval": dict(Counter(_label(r) for r in evals).most_common())},
+                          "eval": dict(Counter(_label(r) for r in evals).most_common()),
+                          "rl": dict(Counter(_label(r) for r in rl).most_common())},
         "lengths": {
             "prompt_chars": _lengths([sum(len(m["content"]) for m in r.prompt) for r in items]),
             "prompt_words": _lengths([sum(len(m["content"].split()) for m in r.prompt) for r in items]),
@@ -65,13 +66,14 @@ def build_card(family: str, train: Sequence[Record], evals: Sequence[Record], re
 def card_markdown(card: dict[str, Any]) -> str:
     """A readable rendering of a card."""
     c = card["counts"]
-    lines = [f"# Data card: {card['family']}", "", f"- items: {c['total']} (train {c['train']}, eval {c['eval']})",
+    lines = [f"# Data card: {card['family']}", "",
+             f"- items: {c['total']} (train {c['train']}, eval {c['eval']}, RL only {c.get('rl', 0)})",
              f"- sources: {', '.join(f'{k} ({v})' for k, v in card['sources'].items())}", "", "## Label balance", "",
-             "| label | train | eval |", "|---|---|---|"]
-    labels = sorted(set(card["label_balance"]["train"]) | set(card["label_balance"]["eval"]))
-    for lab in labels:
-        lines.append(f"| {lab} | {card['label_balance']['train'].get(lab, 0)} | "
-                     f"{card['label_balance']['eval'].get(lab, 0)} |")
+             "| label | train | eval | RL |", "|---|---|---|---|"]
+    balance = card["label_balance"]
+    for lab in sorted(set(balance["train"]) | set(balance["eval"]) | set(balance.get("rl", {}))):
+        lines.append(f"| {lab} | {balance['train'].get(lab, 0)} | {balance['eval'].get(lab, 0)} | "
+                     f"{balance.get('rl', {}).get(lab, 0)} |")
     lines += ["", "## Lengths", "", "| measure | min | mean | p50 | p95 | max |", "|---|---|---|---|---|---|"]
     for name, st in card["lengths"].items():
         if st:

@@ -41,7 +41,7 @@ def prepare_race(language: str, p: PrepareParams, progress: Progress | None = No
     quarantine = Quarantine(p.max_quarantine_share)
     for kind, path in sources_of(p, family):
         if kind == "synthetic":
-            records += generate_race_items(language, p.race.per_pattern, p.seed, p.race.eval_pairs)
+            records += generate_race_items(language, p.race.per_pattern, p.seed, p.race.eval_pairs, p.race.rl_pairs)
             continue
         held: list[Quarantined] = []  # records of this source that cannot be read or labelled
         if kind == "dataracebench":
@@ -51,7 +51,8 @@ def prepare_race(language: str, p: PrepareParams, progress: Progress | None = No
             got = load_hpcgpt_race(Path(str(path)), language, quarantine=held)
         quarantine.admit(f"{kind}:{path}", len(got), held)
         records += got
-    out = finish(family, records, p, key=_race_stratum, group=_race_group, strip=True, t0=t0)
+    out = finish(family, records, p, key=_race_stratum, group=_race_group, strip=True, t0=t0,
+                 rl_fraction=p.rl_fraction)
     if quarantine.sources:
         out.card["quarantine"] = quarantine.as_dict()
     if drb_roots:  # the licence notice travels with the data: written next to it, named in the card
@@ -82,7 +83,7 @@ def _tsan_report(out: FamilyOutput, progress: Progress | None) -> None:
     if not tsan_available():
         out.card["extra"] = {"tsan": "not run: clang with libomp is not installed (make setup installs it)"}
         return
-    items = [r for split in ("train.jsonl", "eval.jsonl") for r in out.files[split]]
+    items = [r for split in ("train.jsonl", "eval.jsonl", "rl.jsonl") for r in out.files[split]]
     _say(progress, f"{out.family}: checking {len(items)} programs with ThreadSanitizer")
     checked = check_with_tsan(items)
     out.card["extra"] = {"tsan": tsan_agreement(checked)}
@@ -98,10 +99,13 @@ def prepare_qa(family: str, p: PrepareParams, progress: Progress | None = None) 
                       else (generate_plp_items, load_hpcgpt_plp))
     records: list[Record] = []
     quarantine = Quarantine(p.max_quarantine_share)
+    # under hold_out "fact", eval's facts are unseen: no held-out wordings, and no RL wordings (a fact RL asks could be
+    # one eval holds out); the RL split then comes from prepare.rl_fraction, drawn by whole facts
     eval_phrasings = qa.eval_phrasings if qa.hold_out == "phrasing" else 0
+    rl_phrasings = qa.rl_phrasings if qa.hold_out == "phrasing" else 0
     for kind, path in sources_of(p, family):
         if kind == "synthetic":  # held-out phrasings only with hold_out "phrasing": under "fact", facts are held out
-            records += generate(p.seed, qa.paraphrases, eval_phrasings=eval_phrasings)
+            records += generate(p.seed, qa.paraphrases, eval_phrasings=eval_phrasings, rl_phrasings=rl_phrasings)
             continue
         held: list[Quarantined] = []
         got = load(Path(str(path)), quarantine=held)
@@ -111,7 +115,8 @@ def prepare_qa(family: str, p: PrepareParams, progress: Progress | None = None) 
     by_fact = qa.hold_out == "fact"  # else each phrasing is its own item: eval questions are unseen wordings
     out = finish(family, records, p, key=lambda r: str(r.metadata.get("topic")),
                  group=(lambda r: str(r.metadata.get("fact_id") or r.id)) if by_fact else None,
-                 extra={"hold_out": qa.hold_out, "eval_phrasings": eval_phrasings}, t0=t0)
+                 extra={"hold_out": qa.hold_out, "eval_phrasings": eval_phrasings, "rl_phrasings": rl_phrasings},
+                 t0=t0, rl_fraction=p.rl_fraction)
     if quarantine.sources:
         out.card["quarantine"] = quarantine.as_dict()
     return out

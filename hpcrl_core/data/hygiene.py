@@ -10,7 +10,10 @@ Every action is counted in a ``HygieneReport`` that goes into the family's data 
   appears in both train and eval (checked, not assumed);
 - items generated for evaluation only (held-out phrasings of a fact, held-out race pairs; ``held_out``) go to eval
   with their whole group, outside the 9:1 draw, so the other items split exactly as without them; a held-out group
-  that holds a conflicting item goes to train like every conflict.
+  that holds a conflicting item goes to train like every conflict;
+- the RL split (``split_rl``): items generated for RL only (``rl``) and, with a fraction, a share of train's groups
+  drawn after the 9:1 split; an RL item whose question is also asked in train or eval is dropped (counted), so RL
+  never asks what SFT trained on or what evaluation asks.
 
 Test: ``pytest tests/data/test_hygiene.py``.
 """
@@ -45,12 +48,15 @@ class HygieneReport:
     eval: int = 0
     overlap_checked: bool = False
     held_out: int = 0  # eval items that were generated for eval only (not drawn by the 9:1 split)
+    rl: int = 0  # RL-only items (split_rl)
+    rl_dropped: int = 0  # RL items dropped because train, eval or an earlier RL item asks the same question
 
     def as_dict(self) -> dict[str, object]:
         return {"input_items": self.input_items, "duplicates_dropped": self.duplicates_dropped,
                 "conflicting_items": len(self.conflicts), "conflict_ids": self.conflicts[:50],
                 "leaks_stripped": self.leaks_stripped, "train": self.train, "eval": self.eval,
-                "eval_held_out": self.held_out, "train_eval_overlap": 0 if self.overlap_checked else None}
+                "eval_held_out": self.held_out, "train_eval_overlap": 0 if self.overlap_checked else None,
+                "rl": self.rl, "rl_dropped_asked_elsewhere": self.rl_dropped}
 
 
 def strip_leaks(text: str) -> tuple[str, int]:
@@ -69,7 +75,8 @@ def strip_leaks(text: str) -> tuple[str, int]:
     return text, count
 
 
-def _strip_record(r: Record) -> tuple[Record, int]:
+def strip_record(r: Record) -> tuple[Record, int]:
+    """The record with label-leaking identifiers stripped from its prompt (a new id when any was), and how many."""
     total = 0
     prompt = []
     for m in r.prompt:
@@ -154,7 +161,7 @@ def clean_and_split(records: Sequence[Record], key: Grouper, eval_fraction: floa
     report = HygieneReport(input_items=len(records))
     items = list(records)
     if strip:
-        stripped = [_strip_record(r) for r in items]
+        stripped = [strip_record(r) for r in items]
         items = [r for r, _ in stripped]
         report.leaks_stripped = sum(k for _, k in stripped)
     items, report.duplicates_dropped = dedupe(items)
@@ -168,3 +175,34 @@ def clean_and_split(records: Sequence[Record], key: Grouper, eval_fraction: floa
     report.train, report.eval, report.overlap_checked = len(train), len(evals), True
     report.held_out = sum(1 for r in evals if held_out and held_out(r))
     return train, evals, report
+
+
+def split_rl(train: Sequence[Record], evals: Sequence[Record], marked: Sequence[Record], key: Grouper,
+             fraction: float, seed: int, group: Grouper | None = None,
+             keep_in_train: set[str] | None = None) -> tuple[list[Record], list[Record], int]:
+    """The RL split, taken after ``clean_and_split``: prompts for RL that SFT never trains on and eval never asks.
+
+    Args:
+        train, evals: the 9:1 split of the other items.
+        marked: items generated for RL only.
+        fraction: share of each stratum's train groups that moves to RL as well (0: none), marked
+            ``provenance["rl"]`` like the generated ones; drawn like the eval split, so the same seed and groups give
+            the same RL items.
+        keep_in_train: ids that never move (conflicts), with their group.
+
+    Returns:
+        (train, rl, dropped): train less the moved groups; the RL items; how many RL items were dropped because
+        train, eval or an earlier RL item asks the same question (whitespace and case normalised).
+    """
+    train = list(train)
+    moved: list[Record] = []
+    if fraction > 0:
+        train, drawn = stratified_split(train, key, fraction, seed, never_eval=keep_in_train, group=group)
+        moved = [replace(r, provenance={**r.provenance, "rl": True}) for r in drawn]
+    asked = {r.question_hash() for r in [*train, *evals]}
+    rl: list[Record] = []
+    for r in [*moved, *marked]:
+        if r.question_hash() not in asked:  # nor twice in RL
+            asked.add(r.question_hash())
+            rl.append(r)
+    return train, rl, len(moved) + len(marked) - len(rl)

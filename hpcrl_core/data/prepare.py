@@ -7,7 +7,7 @@ temporary folder and swapped in at the end, so a failure leaves ``data/`` as it 
 
 Layout written::
 
-    data/<family>/train.jsonl, eval.jsonl, card.json, card.md
+    data/<family>/train.jsonl, eval.jsonl, rl.jsonl, card.json, card.md   (rl.jsonl: RL prompts only, maybe empty)
     data/race_<language>/NOTICE-DataRaceBench.txt   (only with a dataracebench source: its licence notice)
     data/dgemm/problems_train.jsonl, problems_eval.jsonl, corpus.jsonl
     data/summary.json
@@ -27,7 +27,7 @@ from typing import Any
 
 from hpcrl_core.config import PrepareParams
 from hpcrl_core.data.cards import build_card, write_card
-from hpcrl_core.data.hygiene import clean_and_split
+from hpcrl_core.data.hygiene import clean_and_split, split_rl, strip_record
 from hpcrl_core.data.schema import FAMILIES, Record, write_jsonl
 from hpcrl_core.errors import DataError
 
@@ -65,24 +65,40 @@ def sources_of(p: PrepareParams, family: str) -> list[tuple[str, Path | None]]:
 
 def finish(family: str, records: list[Record], p: PrepareParams, key: Callable[[Record], str], *, strip: bool = False,
            group: Callable[[Record], str] | None = None, extra: dict[str, Any] | None = None,
-           t0: float | None = None) -> FamilyOutput:
+           t0: float | None = None, rl_fraction: float = 0.0) -> FamilyOutput:
     """Hygiene, split and card for a family's records.
 
     Records marked ``provenance["held_out"]`` (generated for evaluation only: held-out phrasings, held-out race
-    pairs) go to eval outside the 9:1 draw (``hygiene.stratified_split``).
+    pairs) go to eval outside the 9:1 draw (``hygiene.stratified_split``). Records marked ``provenance["rl"]``
+    (generated for RL only) take no part in it either: they go to ``rl.jsonl`` with ``rl_fraction`` of the train
+    groups, less any whose question train or eval asks (``hygiene.split_rl``).
     """
     if not records:
         raise DataError(f"family {family}: its sources produced no items")
-    train, evals, report = clean_and_split(records, key, p.eval_fraction, p.seed, strip=strip, group=group,
+    marked = [r for r in records if is_rl(r)]
+    rest = [r for r in records if not is_rl(r)]
+    if not rest:
+        raise DataError(f"family {family}: every item is marked for RL only; nothing is left to train or evaluate on")
+    train, evals, report = clean_and_split(rest, key, p.eval_fraction, p.seed, strip=strip, group=group,
                                            held_out=is_held_out)
-    card = build_card(family, train, evals, report, extra)
-    return FamilyOutput(family, {"train.jsonl": train, "eval.jsonl": evals}, card,
+    if strip:
+        marked = [strip_record(r)[0] for r in marked]
+    train, rl, report.rl_dropped = split_rl(train, evals, marked, key, rl_fraction, p.seed, group=group,
+                                            keep_in_train=set(report.conflicts))
+    report.train, report.rl = len(train), len(rl)
+    card = build_card(family, train, evals, report, extra, rl=rl)
+    return FamilyOutput(family, {"train.jsonl": train, "eval.jsonl": evals, "rl.jsonl": rl}, card,
                         time.monotonic() - t0 if t0 else 0.0)
 
 
 def is_held_out(r: Record) -> bool:
     """Whether a record was generated for evaluation only (``provenance["held_out"]``)."""
     return r.provenance.get("held_out") is True
+
+
+def is_rl(r: Record) -> bool:
+    """Whether a record was generated for RL only (``provenance["rl"]``)."""
+    return r.provenance.get("rl") is True
 
 
 def write_outputs(outputs: list[FamilyOutput], out_dir: Path) -> dict[str, Any]:

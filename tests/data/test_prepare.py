@@ -31,7 +31,7 @@ def _out(family: str = "plp", n: int = 40) -> prep.FamilyOutput:
 def test_finish_builds_split_and_card() -> None:
     o = _out()
     card = o.card
-    assert card["counts"] == {"train": 36, "eval": 4, "total": 40}  # 2 of each 20-item topic
+    assert card["counts"] == {"train": 36, "eval": 4, "rl": 0, "total": 40}  # 2 of each 20-item topic
     assert card["label_balance"]["eval"] and card["hygiene"]["train_eval_overlap"] == 0
     assert card["lengths"]["prompt_words"]["max"] >= card["lengths"]["prompt_words"]["min"] > 0
     md = card_markdown(card)
@@ -214,4 +214,5 @@ def test_held_out_phrasings_are_not_used_when_facts_are_held_out() -> None:
     p = parse_params({"prepare": {"plp": {"hold_out": "fact"}}}).prepare
     out = prepare_qa("plp", p)
     assert not any(prep.is_held_out(r) for split in out.files.values() for r in split)
-    assert out.card["extra"] == {"hold_out": "fact", "eval_phrasings": 0}
+    assert out.card["extra"] == {"hold_out": "fact", "eval_phrasings": 0, "rl_phrasings": 0}
+    assert out.files["rl.jsonl"] == []  # an RL wording of a fact eval holds out would teach RL that fact

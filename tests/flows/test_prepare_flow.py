@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from hpcrl_core.config import Settings
+from hpcrl_core.data.race.generator import PATTERNS
 from hpcrl_core.data.schema import FAMILIES, read_jsonl
 from tests.conftest import FAST_BENCH
 
@@ -22,7 +23,7 @@ SMALL = {
     "prepare": {
         "seed": 7,
         "dgemm": {"train_problems": 40, "eval_problems": 8, "variants": 12, "bench_n": 64, "per_kernel": 2},
-        "race": {"per_pattern": 2, "tsan": True, "eval_pairs": 0},
+        "race": {"per_pattern": 2, "tsan": True, "eval_pairs": 0, "rl_pairs": 1},
         "mlperf": {"paraphrases": 1},
         "plp": {"paraphrases": 1},
     },
@@ -61,6 +62,7 @@ def test_prepare_flow_writes_every_family_and_logs_to_mlflow(tmp_path: Path, ben
     card = json.loads((out / "race_c" / "card.json").read_text())
     assert "tsan" in card["extra"]
     verdicts = [json.loads(line) for line in (out / "race_c" / "tsan.jsonl").read_text().splitlines()]
-    assert len(verdicts) == card["counts"]["total"] and {v["tsan"] for v in verdicts} <= {"race", "no_race", "error"}
+    assert card["counts"]["rl"] == 2 * len(PATTERNS) and len(verdicts) == card["counts"]["total"]
+    assert {v["tsan"] for v in verdicts} <= {"race", "no_race", "error"}
     runs = mlflow.search_runs(experiment_names=["hpcrl"], filter_string="tags.`hpcrl.stage` = 'prepare'")
     assert len(runs) == 2 and runs.iloc[0]["metrics.race_c.train"] > 0

@@ -42,7 +42,7 @@ def load_mlperf_facts(path: Path | None = None) -> list[dict[str, Any]]:
 
 
 def generate_mlperf_items(seed: int, paraphrases: int, path: Path | None = None,
-                          eval_phrasings: int = 0) -> list[Record]:
+                          eval_phrasings: int = 0, rl_phrasings: int = 0) -> list[Record]:
     """One ``mlperf`` record per (fact, chosen question template), in table order.
 
     Args:
@@ -51,9 +51,12 @@ def generate_mlperf_items(seed: int, paraphrases: int, path: Path | None = None,
         path: a facts table other than the packaged one.
         eval_phrasings: held-out templates per fact (``held_out_templates``) added after the trained records, marked
             ``provenance["held_out"]``; the prepare stage puts them in eval only.
+        rl_phrasings: of each fact's chosen templates, this many marked ``provenance["rl"]`` (RL prompts, never
+            trained by SFT); ``fact_records``.
     """
     return fact_records("mlperf", load_mlperf_facts(path), seed, paraphrases, SYSTEM, SOURCE,
-                        lambda f: {"aliases": list(f["aliases"]), "partial": list(f["partial"])}, eval_phrasings)
+                        lambda f: {"aliases": list(f["aliases"]), "partial": list(f["partial"])}, eval_phrasings,
+                        rl_phrasings)
 
 
 def load_hpcgpt_mlperf(path: Path, quarantine: list[Quarantined] | None = None) -> list[Record]:

@@ -38,7 +38,7 @@ def load_plp_facts(path: Path | None = None) -> list[dict[str, Any]]:
 
 
 def generate_plp_items(seed: int, paraphrases: int, path: Path | None = None,
-                         eval_phrasings: int = 0) -> list[Record]:
+                         eval_phrasings: int = 0, rl_phrasings: int = 0) -> list[Record]:
     """One ``plp`` record per (fact, chosen question template), in table order.
 
     Args:
@@ -47,9 +47,12 @@ def generate_plp_items(seed: int, paraphrases: int, path: Path | None = None,
         path: a facts table other than the packaged one.
         eval_phrasings: held-out templates per fact (``held_out_templates``) added after the trained records, marked
             ``provenance["held_out"]``; the prepare stage puts them in eval only.
+        rl_phrasings: of each fact's chosen templates, this many marked ``provenance["rl"]`` (RL prompts, never
+            trained by SFT); ``fact_records``.
     """
     return fact_records("plp", load_plp_facts(path), seed, paraphrases, SYSTEM, SOURCE,
-                        lambda f: {"keywords": list(f["keywords"])}, eval_phrasings)
+                        lambda f: {"keywords": list(f["keywords"])}, eval_phrasings,
+                        rl_phrasings)
 
 
 def load_hpcgpt_plp(path: Path, quarantine: list[Quarantined] | None = None) -> list[Record]:

@@ -141,26 +141,34 @@ def pick_templates(seed: int, fact_id: str, count: int, paraphrases: int, stream
 
 
 def fact_records(family: str, facts: list[dict[str, Any]], seed: int, paraphrases: int, system: str, source: str,
-                 extra: Callable[[dict[str, Any]], dict[str, Any]], eval_phrasings: int = 0) -> list[Record]:
+                 extra: Callable[[dict[str, Any]], dict[str, Any]], eval_phrasings: int = 0,
+                 rl_phrasings: int = 0) -> list[Record]:
     """One record per (fact, chosen question template) of a facts table; shared by the MLPerf and PLP families.
 
-    Then, after every trained record (so those stay exactly as without them), up to ``eval_phrasings`` records per
-    fact from its ``held_out_templates``, marked ``provenance["held_out"] = True``: the prepare stage puts them in
-    eval only. ``provenance["template"]`` indexes the list the question came from. ``metadata`` is ``topic`` and
-    ``fact_id`` plus ``extra(fact)``.
+    Of each fact's chosen templates, ``rl_phrasings`` (a seeded pick apart from the others, at most all but one) are
+    marked ``provenance["rl"] = True``: the prepare stage puts them in the RL split, never in SFT or eval. Then, after
+    every trained record (so those stay exactly as without them), up to ``eval_phrasings`` records per fact from its
+    ``held_out_templates``, marked ``provenance["held_out"] = True``: the prepare stage puts them in eval only.
+    ``provenance["template"]`` indexes the list the question came from. ``metadata`` is ``topic`` and ``fact_id``
+    plus ``extra(fact)``.
 
     Raises:
-        ConfigError: ``paraphrases`` below 1 or ``eval_phrasings`` below 0.
+        ConfigError: ``paraphrases`` below 1, ``eval_phrasings`` or ``rl_phrasings`` below 0.
     """
-    if eval_phrasings < 0:
-        raise ConfigError(f"eval_phrasings must be 0 or more; received {eval_phrasings} (set "
-                          "prepare.mlperf.eval_phrasings / prepare.plp.eval_phrasings in params.yaml to 0 or more)")
+    for name, value in (("eval_phrasings", eval_phrasings), ("rl_phrasings", rl_phrasings)):
+        if value < 0:
+            raise ConfigError(f"{name} must be 0 or more; received {value} (set prepare.mlperf.{name} / "
+                              f"prepare.plp.{name} in params.yaml to 0 or more)")
     out = []
     for fact in facts:
         templates = fact["question_templates"]
-        for t in pick_templates(seed, fact["id"], len(templates), paraphrases):
+        chosen = pick_templates(seed, fact["id"], len(templates), paraphrases)
+        keep = min(rl_phrasings, len(chosen) - 1)
+        rl = set(random.Random(f"{seed}:{fact['id']}:rl").sample(chosen, keep)) if keep > 0 else set()
+        for t in chosen:
+            provenance = {"source": source, "fact_id": fact["id"], "template": t}
             out.append(_fact_record(family, fact, templates[t], system, extra,
-                                    {"source": source, "fact_id": fact["id"], "template": t}))
+                                    {**provenance, "rl": True} if t in rl else provenance))
     for fact in facts if eval_phrasings else ():
         held = fact.get(HELD_OUT, [])
         for t in pick_templates(seed, fact["id"], len(held), eval_phrasings, stream=":held_out") if held else ():

@@ -57,20 +57,24 @@ def race_metadata(language: str, pattern: str | None, label: str, source_name: s
     return {"language": language, "pattern": pattern, "label": label, "tsan": None, "source_name": source_name}
 
 
-def generate_race_items(language: str, per_pattern: int, seed: int, held_out_pairs: int = 0) -> list[Record]:
+def generate_race_items(language: str, per_pattern: int, seed: int, held_out_pairs: int = 0,
+                        rl_pairs: int = 0) -> list[Record]:
     """``per_pattern`` racy ("yes") and ``per_pattern`` race-free ("no") programs for each of ``PATTERNS``.
 
     Then, after all of them (which stay exactly as without it), ``held_out_pairs`` more pairs per pattern (pair numbers
-    ``per_pattern`` on), marked ``provenance["held_out"] = True``: the prepare stage puts them in eval only.
+    ``per_pattern`` on), marked ``provenance["held_out"] = True``: the prepare stage puts them in eval only; then
+    ``rl_pairs`` more (pair numbers after those), marked ``provenance["rl"] = True``: RL prompts only, never in SFT
+    or eval.
 
     Args:
         language: "c" (family race_c) or "fortran" (family race_fortran).
         per_pattern: items per (pattern, label), as ``prepare.race.per_pattern`` in params.yaml.
         seed: every program is a pure function of (seed, language, pattern, item number).
         held_out_pairs: pairs per pattern made for eval only, as ``prepare.race.eval_pairs``.
+        rl_pairs: pairs per pattern made for RL only, as ``prepare.race.rl_pairs``.
 
     Raises:
-        DataError: unknown language, ``per_pattern`` below 1 or ``held_out_pairs`` below 0.
+        DataError: unknown language, ``per_pattern`` below 1, ``held_out_pairs`` or ``rl_pairs`` below 0.
     """
     if language not in FAMILIES:
         raise DataError(f"race generator: language {language!r} is not supported; allowed: {', '.join(FAMILIES)}")
@@ -79,9 +83,14 @@ def generate_race_items(language: str, per_pattern: int, seed: int, held_out_pai
     if held_out_pairs < 0:
         raise DataError(f"race generator: held_out_pairs={held_out_pairs}; it must be >= 0 (eval-only pairs per "
                         "pattern, prepare.race.eval_pairs)")
+    if rl_pairs < 0:
+        raise DataError(f"race generator: rl_pairs={rl_pairs}; it must be >= 0 (RL-only pairs per pattern, "
+                        "prepare.race.rl_pairs)")
     out: list[Record] = []
     seen: set[str] = set()
-    for first, count, held in ((0, per_pattern, False), (per_pattern, held_out_pairs, True)):
+    blocks = ((0, per_pattern, None), (per_pattern, held_out_pairs, "held_out"),
+              (per_pattern + held_out_pairs, rl_pairs, "rl"))
+    for first, count, mark in blocks:
         for pattern in PATTERNS:
             for j in range(2 * first, 2 * (first + count)):
                 label, pair = "no" if j % 2 else "yes", j // 2
@@ -92,7 +101,7 @@ def generate_race_items(language: str, per_pattern: int, seed: int, held_out_pai
                                   prompt=messages(SYSTEM, race_question(code, FENCES[language])),
                                   completion=assistant(f"{label}: {reason}."),
                                   metadata=race_metadata(language, pattern, label),
-                                  provenance={**provenance, "held_out": True} if held else provenance))
+                                  provenance={**provenance, mark: True} if mark else provenance))
     return out
 
 
