@@ -23,6 +23,7 @@ from flows.resumable import resumable_dvc_stage
 from flows.stage import COMPARISON_TAG
 from hpcrl_core import tracking
 from hpcrl_core.config import load_params
+from hpcrl_core.training.hargo import prompt_files
 from tasks.rl_hargo import run_hargo
 
 
@@ -39,7 +40,7 @@ def rl_hargo(method: str = "hargo", seed: int = 1, params_path: str = "params.ya
     rp = params.rl_hargo
     data, sft = Path(data_dir), Path(sft_dir)
     out = Path(out_dir) if out_dir else Path("checkpoints/rl_hargo") / f"{method}-{seed}"
-    inputs = [data / f / "train.jsonl" for f in rp.families] + sorted(p for p in sft.glob("*") if p.is_file())
+    inputs = prompt_files(rp, data) + sorted(p for p in sft.glob("*") if p.is_file())
     settings = {"rl_hargo": rp.model_dump(), "task_reward": params.task_reward.model_dump(), "method": method,
                 "seed": seed}
     log = get_run_logger()

@@ -9,7 +9,7 @@ Test: ``pytest tests/test_config.py``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -48,14 +48,18 @@ class RLHargoParams(Section):
     """Online RL on the task families (``dvc repro rl_hargo``): one run per (method, seed) from the HARGO SFT start.
 
     A step generates ``num_generations`` answers for each of ``per_device_train_batch_size / num_generations``
-    prompts drawn from the mixed train sets of ``families``; every answer is scored by its own family's reward, and
-    ``estimator`` (a name in ``hpcrl_core.algorithms.ADVANTAGES``) turns the group's rewards into advantages and
-    per-response loss weights without seeing the family. ``methods`` x ``seeds`` are the runs the comparison makes.
+    prompts drawn from the mixed ``prompts`` sets of ``families``; every answer is scored by its own family's reward,
+    and ``estimator`` (a name in ``hpcrl_core.algorithms.ADVANTAGES``) turns the group's rewards into advantages
+    and per-response loss weights without seeing the family. ``methods`` x ``seeds`` are the runs the comparison makes.
     """
 
     estimator: str = "hargo"  # the method of a single run; the comparison runs each of ``methods``
     methods: tuple[str, ...] = ESTIMATORS
     seeds: tuple[int, ...] = (1, 2, 3)
+    # which split RL asks: "rl" (data/<family>/rl.jsonl: prompts SFT never trained on, see prepare.*.rl_phrasings,
+    # prepare.race.rl_pairs, prepare.rl_fraction) or "train" (SFT's own items, which a start point may have memorised:
+    # equal answers in a group give GRPO-family methods no advantage)
+    prompts: Literal["rl", "train"] = "rl"
     alpha: float = Field(0.3, ge=0, le=100)  # confidence modulation A_mod = A (1 + alpha c)
     rho: float = Field(0.9, ge=0, lt=1)  # EMA decay of the reference log-prob baseline g
     max_steps: int = Field(100, ge=1, le=10_000_000)  # ~1.1 s a step on 2 cores: 15 runs in ~30 min

@@ -269,19 +269,28 @@ def task_row(record: Record) -> dict[str, Any]:
             "partial": [str(p) for p in meta.get("partial") or []], "item_id": record.id}
 
 
+def prompt_files(rp: RLHargoParams, data_dir: Path) -> list[Path]:
+    """The files RL draws its prompts from: ``data/<family>/<prompts>.jsonl`` for each of ``families``."""
+    return [data_dir / family / f"{rp.prompts}.jsonl" for family in rp.families]
+
+
 def task_dataset(rp: RLHargoParams, data_dir: Path) -> Dataset:
-    """The mixed train set: the first ``max_items_per_family`` records of ``data/<family>/train.jsonl`` for each
-    of ``families``, in family order (TRL's sampler shuffles).
+    """The mixed prompt set: the first ``max_items_per_family`` records of ``data/<family>/<prompts>.jsonl`` for
+    each of ``families``, in family order (TRL's sampler shuffles).
 
     Raises:
-        DataError: a family's train file is missing or empty.
+        DataError: a family's prompt file is missing or empty (naming the settings that fill it).
     """
     rows: list[dict[str, Any]] = []
-    for family in rp.families:
-        path = data_dir / family / "train.jsonl"
+    for family, path in zip(rp.families, prompt_files(rp, data_dir), strict=True):
         if not path.is_file():
             raise DataError(f"{path} is missing; run `dvc repro prepare` to create the {family} items")
         records = [r for _, r in zip(range(rp.max_items_per_family), read_jsonl(path), strict=False)]
+        if not records and rp.prompts == "rl":
+            raise DataError(f"{path} holds no records: prepare made no RL-only {family} items. Set "
+                            "prepare.race.rl_pairs / prepare.<family>.rl_phrasings (synthetic items) or "
+                            "prepare.rl_fraction (file sources) above 0 and run `dvc repro prepare`, or let RL ask "
+                            "SFT's own items with rl_hargo.prompts: train")
         if not records:
             raise DataError(f"{path} holds no records")
         rows += [task_row(r) for r in records]

@@ -56,10 +56,11 @@ def _records(family: str, answers: list[str]) -> list[Record]:
 @pytest.fixture
 def inputs(tmp_path: Path) -> tuple[Path, Path]:
     data = tmp_path / "data"
-    write_jsonl(data / "race_c" / "train.jsonl", _records("race_c", ["yes", "no", "yes"]))
-    write_jsonl(data / "race_fortran" / "train.jsonl", _records("race_fortran", ["no", "yes"]))
-    write_jsonl(data / "mlperf" / "train.jsonl", _records("mlperf", ["0.720", "ResNet-50"]))
-    write_jsonl(data / "plp" / "train.jsonl", _records("plp", ["A corpus of C code mined from GitHub."]))
+    for split in ("train", "rl"):  # RL asks rl.jsonl by default; train.jsonl with rl_hargo.prompts: train
+        write_jsonl(data / "race_c" / f"{split}.jsonl", _records("race_c", ["yes", "no", "yes"]))
+        write_jsonl(data / "race_fortran" / f"{split}.jsonl", _records("race_fortran", ["no", "yes"]))
+        write_jsonl(data / "mlperf" / f"{split}.jsonl", _records("mlperf", ["0.720", "ResNet-50"]))
+        write_jsonl(data / "plp" / f"{split}.jsonl", _records("plp", ["A corpus of C code mined from GitHub."]))
     sft = tmp_path / "sft" / "final"
     build_tiny_model(TINY, sample_tokenizer(), seed=3).save_pretrained(str(sft))
     save_tokenizer(sample_tokenizer(), sft)
@@ -90,8 +91,14 @@ def test_the_dataset_carries_each_items_family_and_references(inputs: tuple[Path
     assert len(ds) == 8 and set(ds["family"]) == {"race_c", "race_fortran", "mlperf", "plp"}
     row = next(r for r in ds if r["family"] == "mlperf")
     assert row["answer"] in ("0.720", "ResNet-50") and row["aliases"] == [] and row["item_id"].startswith("mlperf-")
-    with pytest.raises(DataError, match="plp/train.jsonl is missing"):
-        (data / "plp" / "train.jsonl").unlink()
+    write_jsonl(data / "plp" / "train.jsonl", _records("plp", ["One.", "Two."]))
+    assert len(task_dataset(hargo_params(prompts="train").rl_hargo, data)) == 9  # the train split instead
+    (data / "plp" / "rl.jsonl").write_text("")
+    with pytest.raises(DataError, match=r"plp/rl.jsonl holds no records: prepare made no RL-only plp items.*"
+                                        r"prepare.rl_fraction.*rl_hargo.prompts: train"):
+        task_dataset(hargo_params().rl_hargo, data)
+    with pytest.raises(DataError, match="plp/rl.jsonl is missing"):
+        (data / "plp" / "rl.jsonl").unlink()
         task_dataset(hargo_params().rl_hargo, data)
 
 
