@@ -177,6 +177,63 @@ def headline_intervals(sft: Sequence[Row], groups: Mapping[str, Mapping[Any, Seq
         ValueError: no SFT rows, a run is not aligned with ``sft``, a group has no runs, or a row's family is
             unknown.
     """
+    flat, values = _seed_means(sft, groups, resamples, seed)
+    out: dict[str, dict[str, dict[str, Any] | None]] = {m: {} for m in groups}
+    for name in HEADLINE:
+        for method in groups:
+            entry = values[name]
+            if entry is None:
+                out[method][name] = None
+                continue
+            seed_mean, per_run = entry[method]
+            lo, hi = percentile_interval(seed_mean[1:], confidence)
+            out[method][name] = {"mean": float(seed_mean[0]), "ci": [lo, hi],
+                                 "seeds": {flat[i][1]: float(v) for i, v in per_run.items()}}
+    return out
+
+
+def paired_differences(sft: Sequence[Row], groups: Mapping[str, Mapping[Any, Sequence[Row]]], reference: str, *,
+                       resamples: int, confidence: float, seed: int) -> dict[str, dict[str, dict[str, Any] | None]]:
+    """``reference``'s seed-mean minus every other method's, per ``HEADLINE`` metric, with its paired interval.
+
+    The same resampled items serve both methods (module docstring), so the interval is that of the per-item
+    difference: it excludes 0 only when ``reference`` is ahead (or behind) under most draws of the items.
+
+    Args:
+        sft, groups, resamples, confidence, seed: as ``headline_intervals``.
+        reference: the method compared with all others (e.g. ``hargo``); a key of ``groups``.
+
+    Returns:
+        ``{method: {metric: {"diff": float, "ci": [lo, hi], "excludes_zero": bool} | None}}`` for every method but
+        ``reference``; a metric is None when its families have no items.
+
+    Raises:
+        ValueError: as ``headline_intervals``, or ``reference`` is not a method of ``groups``.
+    """
+    if reference not in groups:
+        raise ValueError(f"paired_differences: reference {reference!r} is not among the methods "
+                         f"{', '.join(groups)}")
+    _, values = _seed_means(sft, groups, resamples, seed)
+    out: dict[str, dict[str, dict[str, Any] | None]] = {m: {} for m in groups if m != reference}
+    for name in HEADLINE:
+        entry = values[name]
+        for method in out:
+            if entry is None:
+                out[method][name] = None
+                continue
+            diff = entry[reference][0] - entry[method][0]  # (B + 1,): row 0 observed
+            lo, hi = percentile_interval(diff[1:], confidence)
+            out[method][name] = {"diff": float(diff[0]), "ci": [lo, hi], "excludes_zero": bool(lo > 0 or hi < 0)}
+    return out
+
+
+SeedMeans = dict[str, tuple[np.ndarray, dict[int, float]]]
+
+
+def _seed_means(sft: Sequence[Row], groups: Mapping[str, Mapping[Any, Sequence[Row]]], resamples: int, seed: int
+                ) -> tuple[list[tuple[str, str, Sequence[Row]]], dict[str, SeedMeans | None]]:
+    """The runs in order, and per metric and method: the seed-mean on every resample (``(B + 1,)``, row 0 the
+    observed) and each run's observed value by its index in the runs; None for a metric without items."""
     if not sft:
         raise ValueError("bootstrap: no SFT rows; score at least one item")
     keys = [(r["family"], r["id"]) for r in sft]
@@ -190,16 +247,15 @@ def headline_intervals(sft: Sequence[Row], groups: Mapping[str, Mapping[Any, Seq
                                  "pass them through hargo.align_rows first")
             flat.append((method, str(s), rows))
     sums, sizes = _stratum_sums(sft, [rows for _, _, rows in flat], resamples, seed)
-    out: dict[str, dict[str, dict[str, Any] | None]] = {m: {} for m in groups}
+    out: dict[str, SeedMeans | None] = {}
     for name in HEADLINE:
         values = _metric(name, sums, sizes)  # (B + 1, R) or None
+        if values is None:
+            out[name] = None
+            continue
+        per_method: SeedMeans = {}
         for method in groups:
             cols = [i for i, (m, _, _) in enumerate(flat) if m == method]
-            if values is None:
-                out[method][name] = None
-                continue
-            seed_mean = values[:, cols].mean(axis=1)  # (B + 1,)
-            lo, hi = percentile_interval(seed_mean[1:], confidence)
-            out[method][name] = {"mean": float(seed_mean[0]), "ci": [lo, hi],
-                                 "seeds": {flat[i][1]: float(values[0, i]) for i in cols}}
-    return out
+            per_method[method] = (values[:, cols].mean(axis=1), {i: float(values[0, i]) for i in cols})
+        out[name] = per_method
+    return flat, out

@@ -10,7 +10,9 @@ held-out items of race_c, race_fortran, mlperf and plp, scored per item, compare
 - ``method_metrics``: one policy's metrics against the SFT rows (WinRate, pooled race F1 and its counts, MLPerf EM and
   mean score, PLP similarity, per-family accuracy, answer lengths, degenerate shares).
 - ``comparison_report``: the dict written to ``reports/eval_hargo.json`` (a DVC metrics file): a block per method and
-  one for ``sft``, each headline metric as seed-mean, per-seed values and a bootstrap interval (``bootstrap.py``).
+  one for ``sft``, each headline metric as seed-mean, per-seed values and a bootstrap interval (``bootstrap.py``);
+  and ``meta.vs_reference``: HARGO's seed-mean minus every other method's, with the paired interval of that
+  difference (``bootstrap.paired_differences``; does it exclude 0?).
 - ``markdown_table`` / ``what_one_item_is_worth`` / ``plot_comparison`` (``hargo_report.py``): what people read.
 
 Per-family accuracy: race the share of correct verdicts per language, MLPerf the exact-match share, PLP the share of
@@ -42,6 +44,7 @@ from hpcrl_core.evaluation.bootstrap import (
     STRATA,
     headline_intervals,
     opponent_score,
+    paired_differences,
 )
 from hpcrl_core.evaluation.embeddings import plp_similarity
 from hpcrl_core.evaluation.generate import generate
@@ -55,6 +58,7 @@ Progress = Callable[[str], None]
 Row = dict[str, Any]
 LONG_ANSWER = 40  # characters; the paper's motivation: 65.9% of its SFT model's MLPerf answers are longer
 SFT = "sft"  # the name of the SFT model's block in the report
+REFERENCE = "hargo"  # the method every other one is compared with in meta.vs_reference
 CI_METHOD = ("percentile bootstrap over items, stratified by family (each resample draws as many items of each "
              "family as it holds, with replacement); the same drawn items for every run and the SFT rows (paired); "
              "interval of the seed-mean; race F1 from the resampled TP/FP/FN counts")
@@ -241,7 +245,9 @@ def comparison_report(sft_rows: Sequence[Row], runs: Mapping[str, Mapping[int, S
         method_metrics}}``; the SFT block's one run is keyed ``"sft"`` and its WinRate is 0.5 with interval
         [0.5, 0.5] by definition (kept so every block has the same keys). ``meta``: ``items`` per family and
         ``all``, ``one_item`` (``one_item_worth``), ``resamples``, ``confidence``, ``seed``, ``seeds`` per method,
-        ``ci_method``, ``rules``, ``notes``.
+        ``ci_method``, ``rules``, ``notes``, ``reference`` (``hargo``, or None when it is not among the runs or is
+        alone) and ``vs_reference``: ``{method: {metric: {"diff", "ci", "excludes_zero"} | None}}``, the
+        reference minus each other method ({} without a reference).
 
     Raises:
         DataError: a run's items differ from the SFT rows'.
@@ -264,10 +270,14 @@ def comparison_report(sft_rows: Sequence[Row], runs: Mapping[str, Mapping[int, S
     for m, seeds in runs.items():
         report[m] = {"seeds": sorted(seeds), "metrics": intervals[m], "runs": details[m]}
     items = {**{f: sum(r["family"] == f for r in sft_rows) for f in STRATA}, "all": len(sft_rows)}
+    versus = {m: groups[m] for m in runs}  # the SFT block is no method to compare HARGO with
+    vs = (paired_differences(sft_rows, versus, REFERENCE, resamples=ep.bootstrap_resamples,
+                             confidence=ep.confidence, seed=ep.seed) if REFERENCE in runs and len(runs) > 1 else {})
     report["meta"] = {
         "items": items, "one_item": one_item_worth(items), "resamples": ep.bootstrap_resamples,
         "confidence": ep.confidence, "seed": ep.seed, "seeds": {m: sorted(s) for m, s in runs.items()},
-        "ci_method": CI_METHOD, "notes": dict(notes or {}),
+        "ci_method": CI_METHOD, "notes": dict(notes or {}), "reference": REFERENCE if vs else None,
+        "vs_reference": vs,
         "rules": {"winrate": "per item, the policy's task score vs the SFT answer's: win 1, tie 0.5 (same text: tie)",
                   "accuracy": f"race: correct verdicts; mlperf: exact match; plp: cosine >= {PLP_ACCURATE}",
                   "long_answer_chars": LONG_ANSWER,

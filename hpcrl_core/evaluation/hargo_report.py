@@ -4,6 +4,8 @@ markdown table with intervals, a sentence on what one item is worth, and a bar p
 - ``markdown_table``: one row per model (``sft`` first): WinRate vs SFT, race F1, PLP similarity, MLPerf EM and
   MLPerf score as ``mean [lo, hi]``, then the degenerate share and the mean MLPerf answer length (seed-means).
 - ``what_one_item_is_worth``: how much one item moves each rate (1/n per family), printed under the table.
+- ``differences_table``: HARGO minus each other method with the paired interval of the difference, marked where the
+  interval excludes 0.
 - ``plot_comparison``: one panel per headline metric, a bar per model at its seed-mean, whiskers at the interval,
   dots at the single seeds (matplotlib, Agg backend, written atomically).
 - ``write_comparison``: the report with its samples, table and plot, written beside each other.
@@ -53,7 +55,8 @@ def what_one_item_is_worth(report: Mapping[str, Any]) -> str:
 
 
 def markdown_table(report: Mapping[str, Any]) -> str:
-    """A markdown table of the comparison, one row per model, and a footer naming the interval and item counts.
+    """A markdown table of the comparison, one row per model, a footer naming the interval and item counts, and the
+    differences table (``differences_table``) when the report has a reference.
 
     Args:
         report: ``hargo.comparison_report``'s dict (or ``reports/eval_hargo.json`` read back).
@@ -75,6 +78,29 @@ def markdown_table(report: Mapping[str, Any]) -> str:
     lines += ["", f"Mean over seeds [{meta['confidence']:.0%} interval: percentile bootstrap over items, "
                   f"{meta['resamples']} resamples, paired with the SFT answers]. Items: {items}.",
               what_one_item_is_worth(report)]
+    differences = differences_table(report)
+    return "\n".join(lines + (["", differences] if differences else []))
+
+
+def differences_table(report: Mapping[str, Any]) -> str:
+    """A markdown table of ``meta.vs_reference``: the reference's seed-mean minus each method's as ``diff [lo, hi]``,
+    with ``*`` where the paired interval excludes 0; "" when the report has no reference."""
+    meta = report["meta"]
+    vs = meta.get("vs_reference") or {}
+    if not vs:
+        return ""
+    ref = meta["reference"]
+    header = ["method", *(f"{label} ({ref} - method)" for label, _ in TABLE_METRICS)]
+    lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
+    for method, metrics in vs.items():
+        cells = [method]
+        for _, key in TABLE_METRICS:
+            entry = metrics.get(key)
+            cells.append("-" if entry is None else f"{entry['diff']:+.3f} [{entry['ci'][0]:+.3f}, "
+                                                   f"{entry['ci'][1]:+.3f}]{' *' if entry['excludes_zero'] else ''}")
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", f"{ref} minus each method, seed-means [{meta['confidence']:.0%} paired bootstrap interval of the "
+                  "difference over the same resampled items]; * marks an interval that excludes 0."]
     return "\n".join(lines)
 
 

@@ -12,7 +12,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from hpcrl_core.evaluation.bootstrap import headline_intervals, percentile_interval, resample_counts
+from hpcrl_core.evaluation.bootstrap import (
+    headline_intervals,
+    paired_differences,
+    percentile_interval,
+    resample_counts,
+)
 
 Row = dict[str, Any]
 
@@ -107,3 +112,26 @@ def test_unaligned_rows_and_bad_confidence_are_refused() -> None:
         _intervals(sft, {"grpo": {}})
     with pytest.raises(ValueError, match="confidence=95"):
         percentile_interval(np.zeros(3), 95)
+
+
+def test_paired_differences_are_per_item_differences_on_shared_draws() -> None:
+    n = 200
+    sft = _mlperf([0.0] * n, "s")
+    base = [1.0 if i % 2 else 0.0 for i in range(n)]
+    one_more = base.copy()
+    one_more[0] = 1.0  # the reference: right on one more item than "other", equal elsewhere
+    groups = {"ref": {1: _mlperf(one_more, "r")}, "other": {1: _mlperf(base, "o")},
+              "worse": {1: _mlperf([0.0] * n, "w")}}
+    out = paired_differences(sft, groups, "ref", resamples=2000, confidence=0.95, seed=3)
+    assert set(out) == {"other", "worse"}
+    em = out["other"]["mlperf_em"]
+    assert em["diff"] == pytest.approx(1 / n)
+    # one item of difference: draws without item 0 (~37%) give 0, so the interval starts at 0 and never goes below
+    assert em["ci"][0] == 0.0 and em["ci"][1] > 0 and not em["excludes_zero"]
+    worse = out["worse"]["mlperf_em"]
+    assert worse["diff"] == pytest.approx(101 / n) and worse["excludes_zero"] and worse["ci"][0] > 0.4
+    assert out["other"]["race_f1"] is None  # no race items
+    means = headline_intervals(sft, groups, resamples=200, confidence=0.95, seed=3)
+    assert em["diff"] == pytest.approx(means["ref"]["mlperf_em"]["mean"] - means["other"]["mlperf_em"]["mean"])
+    with pytest.raises(ValueError, match="reference 'hargo' is not among the methods"):
+        paired_differences(sft, groups, "hargo", resamples=200, confidence=0.95, seed=3)

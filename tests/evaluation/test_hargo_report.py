@@ -56,3 +56,25 @@ def test_plot_comparison_writes_a_png_even_with_metrics_missing(report: dict[str
     image = matplotlib.image.imread(path)
     assert image.shape[0] > 300 and image.shape[1] > 1000  # five panels side by side
     assert list(path.parent.iterdir()) == [path]  # written atomically: no temp file left
+
+
+def test_the_report_compares_hargo_with_every_other_method_on_paired_items() -> None:
+    params = parse_params({"evaluate_hargo": {"bootstrap_resamples": 300}})
+    sft = _rows([0.0] * 8)
+    hargo_rows = _rows([1.0] * 6 + [0.0] * 2, prefix="a")
+    runs = {"grpo": {1: _rows([1.0] * 2 + [0.0] * 6, prefix="g")}, "hargo": {1: hargo_rows},
+            "dpo": {1: _rows([1.0] * 6 + [0.0] * 2, prefix="d")}}
+    report = comparison_report(sft, runs, params)
+    vs = report["meta"]["vs_reference"]
+    assert report["meta"]["reference"] == "hargo" and set(vs) == {"grpo", "dpo"}
+    assert vs["grpo"]["mlperf_em"]["diff"] == pytest.approx(0.5) and vs["grpo"]["mlperf_em"]["excludes_zero"]
+    assert vs["dpo"]["mlperf_em"] == {"diff": 0.0, "ci": [0.0, 0.0], "excludes_zero": False}  # same items right
+    table = markdown_table(report).splitlines()
+    labels = ("WinRate vs SFT", "race F1", "PLP sim", "MLPerf EM", "MLPerf score")
+    head = table.index("| method | " + " | ".join(f"{label} (hargo - method)" for label in labels) + " |")
+    grpo = table[head + 2].split(" | ")
+    assert grpo[0] == "| grpo" and grpo[4].startswith("+0.500 [") and grpo[4].endswith("] *")
+    assert table[head + 3].split(" | ")[4] == "+0.000 [+0.000, +0.000]"
+    alone = comparison_report(sft, {"hargo": {1: hargo_rows}}, params)
+    assert alone["meta"]["vs_reference"] == {} and alone["meta"]["reference"] is None
+    assert "(hargo - method)" not in markdown_table(alone)
