@@ -36,7 +36,8 @@ ENTRYPOINT = "flows/train_dgemm.py:train_dgemm"
 PIPELINES = {
     DEPLOYMENT: (ENTRYPOINT, "prepare -> sft -> rl_dgemm -> evaluate_dgemm (dvc repro) -> register"),
     "train-hargo": ("flows/train_hargo.py:train_hargo",
-                    "prepare -> sft_hargo -> rl_hargo (methods x seeds) -> evaluate_hargo (dvc repro) -> register"),
+                    "prepare -> sft_hargo -> rl_hargo (methods x seeds) -> preferences -> offline (methods x seeds) "
+                    "-> evaluate_hargo (dvc repro) -> register"),
 }
 
 

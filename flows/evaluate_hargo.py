@@ -1,4 +1,5 @@
-"""The ``evaluate_hargo`` stage: the SFT start and every (method, seed) policy of ``rl_hargo`` answer the held-out
+"""The ``evaluate_hargo`` stage: the SFT start, every (method, seed) policy of ``rl_hargo`` and every run of the
+offline baselines (``offline.methods`` x ``offline.seeds``: DPO, KTO, SimPO) answer the held-out
 items of the task families; ``reports/eval_hargo.json`` (DVC metrics: a block per method with each headline metric's
 seed-mean, per-seed values and bootstrap interval), its markdown table, per-item samples and a plot.
 
@@ -7,7 +8,8 @@ MLflow: one run ``evaluate_hargo@<method>-<seed>`` per policy (tags ``comparison
 run ``evaluate_hargo`` with the seed-means, the report, the table and the plot.
 
 Run: ``python -m flows.evaluate_hargo [--params params.yaml] [--data data] [--sft checkpoints/sft_hargo/final]
-[--runs checkpoints/rl_hargo] [--report reports/eval_hargo.json]`` (what ``dvc repro evaluate_hargo`` runs).
+[--runs checkpoints/rl_hargo] [--report reports/eval_hargo.json] [--offline checkpoints/offline]`` (what
+``dvc repro evaluate_hargo`` runs).
 Test: ``pytest tests/flows/test_hargo_flows.py``.
 """
 
@@ -29,36 +31,39 @@ from hpcrl_core.evaluation import hargo
 from hpcrl_core.evaluation.hargo_report import markdown_table
 
 
-def run_dirs(params: Params, runs_dir: Path) -> dict[str, dict[int, Path]]:
-    """``{method: {seed: final model folder}}`` for ``rl_hargo.methods`` x ``rl_hargo.seeds``.
+def run_dirs(params: Params, runs_dir: Path, offline_dir: Path) -> dict[str, dict[int, Path]]:
+    """``{method: {seed: final model folder}}``: ``rl_hargo.methods`` x ``rl_hargo.seeds`` under ``runs_dir``, then
+    ``offline.methods`` x ``offline.seeds`` under ``offline_dir``.
 
     Raises:
-        DataError: a run's ``final`` folder is missing (naming the DVC stage that makes it).
+        DataError: a run's ``final`` folder is missing (naming the DVC stages that make them).
     """
     rp = params.rl_hargo
+    wanted = [(m, s, runs_dir, f"rl_hargo@{m}-{s}") for m in rp.methods for s in rp.seeds]
+    op = params.offline
+    wanted += [(m, s, offline_dir, f"offline@{m}-{s}") for m in op.methods for s in op.seeds]
     out: dict[str, dict[int, Path]] = {}
     missing = []
-    for method in rp.methods:
-        for seed in rp.seeds:
-            final = runs_dir / f"{method}-{seed}" / "final"
-            try:
-                provenance.check_model_dir(final)
-            except ConfigError:
-                missing.append(f"rl_hargo@{method}-{seed} ({final})")
-            out.setdefault(method, {})[seed] = final
+    for method, seed, folder, stage in wanted:
+        final = folder / f"{method}-{seed}" / "final"
+        try:
+            provenance.check_model_dir(final)
+        except ConfigError:
+            missing.append(f"{stage} ({final})")
+        out.setdefault(method, {})[seed] = final
     if missing:
         raise DataError(f"{len(missing)} runs of the comparison have no final model: {', '.join(missing[:5])}; run "
-                        "`dvc repro rl_hargo` first")
+                        "`dvc repro evaluate_hargo` (it runs the stages they come from) first")
     return out
 
 
 @flow(name="evaluate-hargo")
 def evaluate_hargo(params_path: str = "params.yaml", data_dir: str = "data",
                    sft_dir: str = "checkpoints/sft_hargo/final", runs_dir: str = "checkpoints/rl_hargo",
-                   report: str = "reports/eval_hargo.json") -> dict:
+                   report: str = "reports/eval_hargo.json", offline_dir: str = "checkpoints/offline") -> dict:
     """Evaluate the start point and every run of the comparison; returns the report."""
     params = load_params(params_path)
-    dirs = run_dirs(params, Path(runs_dir))
+    dirs = run_dirs(params, Path(runs_dir), Path(offline_dir))
     notes: dict[str, str] = {}
     records = hargo.load_items(Path(data_dir), params, notes)
     if not records:
@@ -75,7 +80,7 @@ def evaluate_hargo(params_path: str = "params.yaml", data_dir: str = "data",
 
 
 def _track(result: dict[str, Any], params: Params, report: Path) -> None:
-    for method in params.rl_hargo.methods:
+    for method in (m for m in result if m not in ("sft", "meta")):
         for seed, metrics in result[method]["runs"].items():
             tags = {**flow_run_tags(), **COMPARISON_TAG, "method": method, "seed": str(seed), "kind": "evaluation"}
             with tracking.dvc_stage_run(f"evaluate_hargo@{method}-{seed}", tags=tags):
@@ -96,8 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sft", default="checkpoints/sft_hargo/final")
     ap.add_argument("--runs", default="checkpoints/rl_hargo")
     ap.add_argument("--report", default="reports/eval_hargo.json")
+    ap.add_argument("--offline", default="checkpoints/offline")
     a = ap.parse_args(argv)
-    evaluate_hargo(a.params, a.data, a.sft, a.runs, a.report)
+    evaluate_hargo(a.params, a.data, a.sft, a.runs, a.report, a.offline)
     return 0
 
 

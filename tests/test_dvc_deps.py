@@ -66,6 +66,12 @@ NOT_RUN: dict[str, dict[str, str]] = {
         "rl_dgemm": "hpcrl_core/rewards/dgemm.py is imported with the hpcrl_core.rewards package; rl_hargo builds "
                     "only the hpc_tasks reward",
     },
+    "preferences": {
+        "reward": "hpcrl_core/rewards/dgemm.py is imported with the hpcrl_core.rewards package; preferences builds "
+                  "only the hpc_tasks reward",
+        "rl_dgemm": "hpcrl_core/rewards/dgemm.py is imported with the hpcrl_core.rewards package; preferences builds "
+                    "only the hpc_tasks reward",
+    },
     "rl_dgemm": {
         "task_reward": "hpcrl_core/rewards/tasks.py is imported with the hpcrl_core.rewards package; rl_dgemm "
                        "builds the rewards of rl_dgemm.rewards (DGEMM kernels), never a task reward",

@@ -6,8 +6,9 @@ the value received and what is allowed, and raises ``ConfigError`` with all of t
 
 Run: ``hpcrl config check [PATH]``.  Test: ``pytest tests/test_config.py``.
 
-The sections live in ``bench.py``, ``prepare.py``, ``model.py``, ``rl.py``, ``hargo.py`` and ``registry.py``; this
-module joins them into ``Params`` and re-exports them, so callers import from ``hpcrl_core.config``.
+The sections live in ``bench.py``, ``prepare.py``, ``model.py``, ``rl.py``, ``hargo.py``, ``offline.py`` and
+``registry.py``; this module joins them into ``Params`` and re-exports them, so callers import from
+``hpcrl_core.config``.
 """
 
 from __future__ import annotations
@@ -50,17 +51,28 @@ from hpcrl_core.config.model import (
     TinyModelParams,
     TokenizerParams,
 )
+from hpcrl_core.config.offline import (
+    OFFLINE_METHODS,
+    DPOParams,
+    KTOParams,
+    OfflineMethodParams,
+    OfflineParams,
+    PreferenceParams,
+    SimPOParams,
+)
 from hpcrl_core.config.prepare import SOURCE_KINDS, DgemmPrepParams, PrepareParams, QAPrepParams, RacePrepParams
 from hpcrl_core.config.registry import HARGO_REGISTRY, RegistryParams
 from hpcrl_core.config.rl import RLDgemmParams, SQDParams
 from hpcrl_core.errors import ConfigError
 
-__all__ = ["BenchParams", "DEFAULT_PARAMS", "describe_errors", "DgemmPrepParams", "ESTIMATORS", "EvalHargoParams",
-           "EvalParams", "ExecutorParams", "HFModelParams", "load_params", "LoraParams", "LrScheduler",
-           "ModelParams", "Params", "parse_params", "PrepareParams", "QAPrepParams", "QWEN2_LINEAR_MODULES",
+__all__ = ["BenchParams", "DEFAULT_PARAMS", "describe_errors", "DgemmPrepParams", "DPOParams", "ESTIMATORS",
+           "EvalHargoParams", "EvalParams", "ExecutorParams", "HFModelParams", "KTOParams", "load_params",
+           "LoraParams", "LrScheduler", "ModelParams", "OFFLINE_METHODS", "OfflineMethodParams", "OfflineParams",
+           "Params", "parse_params", "PreferenceParams", "PrepareParams", "QAPrepParams", "QWEN2_LINEAR_MODULES",
            "RacePrepParams", "ReferenceKind", "RegistryParams", "RewardMode", "RewardParams", "RLDgemmParams",
-           "RLHargoParams", "SandboxParams", "Settings", "SFTHargoParams", "SFTParams", "SOURCE_KINDS", "SQDParams",
-           "TASK_FAMILIES", "TaskRewardParams", "TimingParams", "TinyModelParams", "TokenizerParams", "VerifyParams"]
+           "RLHargoParams", "SandboxParams", "Settings", "SFTHargoParams", "SFTParams", "SimPOParams", "SOURCE_KINDS",
+           "SQDParams", "TASK_FAMILIES", "TaskRewardParams", "TimingParams", "TinyModelParams", "TokenizerParams",
+           "VerifyParams"]
 
 DEFAULT_PARAMS = Path("params.yaml")
 
@@ -77,6 +89,8 @@ class Params(Section):
     task_reward: TaskRewardParams = TaskRewardParams()
     rl_hargo: RLHargoParams = RLHargoParams()
     evaluate_hargo: EvalHargoParams = EvalHargoParams()
+    preferences: PreferenceParams = PreferenceParams()
+    offline: OfflineParams = OfflineParams()
     registry: RegistryParams = RegistryParams()
     registry_hargo: RegistryParams = HARGO_REGISTRY
 

@@ -13,3 +13,10 @@ FAMILIES: tuple[str, ...] = ("dgemm", "race_c", "race_fortran", "mlperf", "plp")
 
 class Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def distinct_seeds(v: tuple[int, ...]) -> tuple[int, ...]:
+    """The check of a comparison's ``seeds``: at least one, distinct, non-negative (a field validator's body)."""
+    if not v or len(set(v)) != len(v) or any(s < 0 for s in v):
+        raise ValueError(f"seeds must be distinct non-negative integers, at least one; got {list(v)}")
+    return v

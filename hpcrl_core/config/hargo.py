@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from hpcrl_core.config.base import FAMILIES, Section
+from hpcrl_core.config.base import FAMILIES, Section, distinct_seeds
 from hpcrl_core.config.model import LrScheduler, SFTParams, TinyModelParams
 
 TASK_FAMILIES: tuple[str, ...] = tuple(f for f in FAMILIES if f != "dgemm")
@@ -97,9 +97,7 @@ class RLHargoParams(Section):
     @field_validator("seeds")
     @classmethod
     def _some_seeds(cls, v: tuple[int, ...]) -> tuple[int, ...]:
-        if not v or len(set(v)) != len(v) or any(s < 0 for s in v):
-            raise ValueError(f"seeds must be distinct non-negative integers, at least one; got {list(v)}")
-        return v
+        return distinct_seeds(v)
 
     @field_validator("families")
     @classmethod

@@ -1,5 +1,6 @@
 """The HARGO chain's flows on a real Prefect engine and a real MLflow SQLite store, on tiny inputs: the start point
-is trained and reports its bars, two methods train from it and resume, the comparison is evaluated into
+is trained and reports its bars, two methods train from it and resume, preference pairs are sampled from it and DPO
+trains on them, the comparison is evaluated into
 eval_hargo.json/.md/.png with one MLflow run per (method, seed), and the hargo run is registered as hpcrl-hargo.
 
 Run: pytest tests/flows/test_hargo_flows.py  (about a minute)
@@ -31,6 +32,8 @@ SMALL: dict[str, Any] = {
                   "tiny": {"hidden_size": 32, "num_heads": 2, "num_kv_heads": 2, "intermediate_size": 64}},
     "rl_hargo": {"methods": ["grpo", "hargo"], "seeds": [1], "max_steps": 2, "per_device_train_batch_size": 4,
                  "num_generations": 2, "max_completion_length": 8, "save_steps": 1, "max_items_per_family": 3},
+    "preferences": {"samples": 4, "temperature": 1.5, "max_new_tokens": 8},  # random text: PLP cosines differ
+    "offline": {"methods": ["dpo"], "seeds": [1], "max_steps": 2, "per_device_train_batch_size": 2, "save_steps": 1},
     "evaluate_hargo": {"max_items_per_family": 3, "max_new_tokens": 6, "bootstrap_resamples": 200},
 }
 
@@ -58,6 +61,8 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_the_hargo_chain_trains_compares_and_registers(repo: Path, prefect_server: None) -> None:
     import mlflow
     from flows.evaluate_hargo import evaluate_hargo
+    from flows.offline import offline
+    from flows.preferences import preferences
     from flows.register import register
     from flows.rl_hargo import rl_hargo
     from flows.sft_hargo import sft_hargo
@@ -75,17 +80,24 @@ def test_the_hargo_chain_trains_compares_and_registers(repo: Path, prefect_serve
     state = json.loads((repo / "checkpoints/rl_hargo/hargo-1/final/hargo_state.json").read_text())
     assert state["estimator"] == "hargo" and isinstance(state["ema"], float)
 
+    with pytest.raises(DataError, match=r"offline@dpo-1 \(checkpoints/offline/dpo-1/final\)"):
+        evaluate_hargo(report="reports/eval_hargo.json")
+    card = preferences()
+    assert card["total"]["prompts"] == 12 and card["total"]["pairs"] >= 1  # the same 3 prompts per family as RL
+    dpo = offline("dpo", 1)
+    assert dpo["global_step"] == 2 and dpo["pairs"] == card["total"]["pairs"]
+
     report = evaluate_hargo(report="reports/eval_hargo.json")
-    assert set(report) == {"sft", "grpo", "hargo", "meta"} and report["meta"]["items"]["all"] == 12
+    assert set(report) == {"sft", "grpo", "hargo", "dpo", "meta"} and report["meta"]["items"]["all"] == 12
     assert set(report["hargo"]["metrics"]["winrate"]) == {"mean", "seeds", "ci"}
     assert (repo / "reports/eval_hargo.md").read_text().count("|") > 10
     assert (repo / "reports/eval_hargo.png").read_bytes()[:4] == b"\x89PNG"
 
     runs = mlflow.search_runs(experiment_names=["hpcrl"], filter_string='tags.comparison = "hargo"')
     names = set(runs["tags.mlflow.runName"])
-    assert {"rl_hargo@grpo-1", "rl_hargo@hargo-1", "evaluate_hargo@grpo-1", "evaluate_hargo@hargo-1",
-            "evaluate_hargo"} <= names
-    assert set(runs["tags.method"].dropna()) == {"grpo", "hargo"}
+    assert {"rl_hargo@grpo-1", "rl_hargo@hargo-1", "evaluate_hargo@grpo-1", "evaluate_hargo@hargo-1", "preferences",
+            "offline@dpo-1", "evaluate_hargo@dpo-1", "evaluate_hargo"} <= names
+    assert set(runs["tags.method"].dropna()) == {"grpo", "hargo", "dpo"}
 
     registered = register("checkpoints/rl_hargo/hargo-1/final", "reports/eval_hargo.json", "data",
                           params_path="params.yaml", section="registry_hargo")
