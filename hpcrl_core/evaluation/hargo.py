@@ -21,7 +21,8 @@ choosing; the paper reports PLP only as mean similarity).
 
 Run: ``.venv/bin/python -m hpcrl_core.evaluation.hargo SFT_DIR DATA_DIR OUT_JSON METHOD:SEED=MODEL_DIR...``
 (params from ./params.yaml; writes OUT_JSON, its ``_samples.jsonl``, ``.md`` table and ``.png`` plot, prints the
-table).
+table), or ``... --from-samples SAMPLES_JSONL OUT_JSON``: the report rebuilt from the scored answers of an earlier
+one (other ``evaluate_hargo`` interval settings, or a newer report format) without answering again.
 Test: ``pytest tests/evaluation/test_hargo.py``.
 """
 
@@ -48,7 +49,7 @@ from hpcrl_core.evaluation.bootstrap import (
 )
 from hpcrl_core.evaluation.embeddings import plp_similarity
 from hpcrl_core.evaluation.generate import generate
-from hpcrl_core.evaluation.hargo_report import markdown_table, write_comparison
+from hpcrl_core.evaluation.hargo_report import markdown_table, read_comparison_samples, write_comparison
 from hpcrl_core.evaluation.items import read_eval_items
 from hpcrl_core.evaluation.metrics import gold_race_label, parse_race_answer, race_f1, tiered_score, winrate
 from hpcrl_core.models.saved import load_saved_policy
@@ -299,6 +300,12 @@ def _run_spec(arg: str) -> tuple[str, int, Path]:
 def main(argv: list[str]) -> None:
     """``SFT_DIR DATA_DIR OUT_JSON METHOD:SEED=MODEL_DIR...``: evaluate, write report, samples and plot, print the
     table. Sample rows carry ``model`` (``sft`` or the method) and ``seed``."""
+    if argv[:1] == ["--from-samples"] and len(argv) == 3:
+        sft_back, runs_back = read_comparison_samples(Path(argv[1]))
+        rebuilt = comparison_report(sft_back, runs_back, load_params())
+        write_comparison(rebuilt, sft_back, runs_back, Path(argv[2]))
+        print(markdown_table(rebuilt))
+        return
     if len(argv) < 4 or argv[0] in ("-h", "--help"):
         print(__doc__)
         return

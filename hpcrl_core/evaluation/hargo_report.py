@@ -8,7 +8,8 @@ markdown table with intervals, a sentence on what one item is worth, and a bar p
   interval excludes 0.
 - ``plot_comparison``: one panel per headline metric, a bar per model at its seed-mean, whiskers at the interval,
   dots at the single seeds (matplotlib, Agg backend, written atomically).
-- ``write_comparison``: the report with its samples, table and plot, written beside each other.
+- ``write_comparison``: the report with its samples, table and plot, written beside each other;
+  ``read_comparison_samples`` reads the samples back (to rebuild the report without answering again).
 
 Test: ``pytest tests/evaluation/test_hargo_report.py``.
 """
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from hpcrl_core.evaluation.plots import _save, plt
-from hpcrl_core.evaluation.report import samples_path_for, write_report, write_samples
+from hpcrl_core.evaluation.report import read_samples, samples_path_for, write_report, write_samples
 from hpcrl_core.files import write_text_atomic
 
 # (column label, headline metric) shown as "mean [lo, hi]"
@@ -150,3 +151,24 @@ def write_comparison(report: Mapping[str, Any], sft_rows: Rows, runs: Mapping[st
     write_samples(samples, samples_path_for(out))
     write_text_atomic(out.with_suffix(".md"), markdown_table(report) + "\n")
     plot_comparison(report, out.with_suffix(".png"), title=title)
+
+
+def read_comparison_samples(path: Path) -> tuple[list[dict[str, Any]], dict[str, dict[int, list[dict[str, Any]]]]]:
+    """The SFT rows and ``{method: {seed: rows}}`` of a samples file that ``write_comparison`` wrote, in file order.
+
+    Raises:
+        ValueError: the file holds no ``sft`` rows, or a row has no ``model``.
+    """
+    sft: list[dict[str, Any]] = []
+    runs: dict[str, dict[int, list[dict[str, Any]]]] = {}
+    for n, row in enumerate(read_samples(path), 1):
+        if "model" not in row:
+            raise ValueError(f"{path}:{n}: a row without 'model'; expected the samples of a HARGO comparison")
+        model, seed = row.pop("model"), row.pop("seed")
+        if model == "sft":
+            sft.append(row)
+        else:
+            runs.setdefault(str(model), {}).setdefault(int(seed), []).append(row)
+    if not sft:
+        raise ValueError(f"{path}: no rows of the SFT model; expected the samples of a HARGO comparison")
+    return sft, runs

@@ -15,7 +15,13 @@ import pytest
 
 from hpcrl_core.config import parse_params
 from hpcrl_core.evaluation.hargo import comparison_report
-from hpcrl_core.evaluation.hargo_report import markdown_table, plot_comparison, what_one_item_is_worth
+from hpcrl_core.evaluation.hargo_report import (
+    markdown_table,
+    plot_comparison,
+    read_comparison_samples,
+    what_one_item_is_worth,
+    write_comparison,
+)
 
 
 def _rows(mlperf: list[float], plp: list[float] | None = None, prefix: str = "") -> list[dict[str, Any]]:
@@ -78,3 +84,20 @@ def test_the_report_compares_hargo_with_every_other_method_on_paired_items() -> 
     alone = comparison_report(sft, {"hargo": {1: hargo_rows}}, params)
     assert alone["meta"]["vs_reference"] == {} and alone["meta"]["reference"] is None
     assert "(hargo - method)" not in markdown_table(alone)
+
+
+def test_a_report_rebuilt_from_its_samples_is_the_same_report(tmp_path: Path) -> None:
+    params = parse_params({"evaluate_hargo": {"bootstrap_resamples": 200}})
+    sft = _rows([1.0, 0.0, 0.5, 0.0], [0.4, 0.7])
+    runs = {"hargo": {1: _rows([1.0, 1.0, 0.5, 0.0], [0.5, 0.7], "a"),
+                      2: _rows([0.0, 1.0, 0.5, 0.0], [0.4, 0.9], "b")},
+            "grpo": {1: _rows([1.0, 0.0, 0.0, 0.0], [0.4, 0.6], "c")}}
+    report = comparison_report(sft, runs, params)
+    out = tmp_path / "eval_hargo.json"
+    write_comparison(report, sft, runs, out)
+    sft_back, runs_back = read_comparison_samples(tmp_path / "eval_hargo_samples.jsonl")
+    assert sft_back == sft and runs_back == runs
+    assert comparison_report(sft_back, runs_back, params) == report
+    (tmp_path / "bad.jsonl").write_text('{"family": "plp"}\n')
+    with pytest.raises(ValueError, match=r"bad.jsonl:1: a row without 'model'"):
+        read_comparison_samples(tmp_path / "bad.jsonl")
