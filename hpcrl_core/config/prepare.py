@@ -68,6 +68,10 @@ class PrepareParams(Section):
     # share of each family's train groups moved to data/<family>/rl.jsonl (RL prompts never trained by SFT) after the
     # 9:1 split, beside the generated rl_pairs / rl_phrasings; for file sources (hpcgpt, dataracebench). 0: none
     rl_fraction: float = Field(0.0, ge=0, lt=1)
+    # cleaned: hygiene (dedupe, conflicts kept out of eval, leak stripping, no eval question asked in train);
+    # raw: the paper-faithful 9:1 split of the records as they came, with eval items that have an exact or a
+    # conflicting twin in train counted in the card (docs/data.md)
+    split: Literal["cleaned", "raw"] = "cleaned"
     sources: dict[str, tuple[str, ...]] = Field(default_factory=lambda: _default_sources())
     dgemm: DgemmPrepParams = DgemmPrepParams()
     race: RacePrepParams = RacePrepParams()

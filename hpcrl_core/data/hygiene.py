@@ -11,6 +11,10 @@ Every action is counted in a ``HygieneReport`` that goes into the family's data 
 - items generated for evaluation only (held-out phrasings of a fact, held-out race pairs; ``held_out``) go to eval
   with their whole group, outside the 9:1 draw, so the other items split exactly as without them; a held-out group
   that holds a conflicting item goes to train like every conflict;
+- an eval item whose question train also asks (with the same answer: conflicts are in train already) moves to
+  train with its group, so no eval question is a training question; ``raw`` skips every cleaning step instead (the
+  paper-faithful split of the raw records: no leak stripping, no dedupe, no conflict handling) and only counts the
+  eval items with an exact or a conflicting twin in train (``question_twins``), to show what cleaning changes;
 - the RL split (``split_rl``): items generated for RL only (``rl``) and, with a fraction, a share of train's groups
   drawn after the 9:1 split; an RL item whose question is also asked in train or eval is dropped (counted), so RL
   never asks what SFT trained on or what evaluation asks.
@@ -48,6 +52,10 @@ class HygieneReport:
     eval: int = 0
     overlap_checked: bool = False
     held_out: int = 0  # eval items that were generated for eval only (not drawn by the 9:1 split)
+    split: str = "cleaned"  # or "raw" (clean_and_split)
+    twins_moved: int = 0  # eval items moved to train because train asked their question
+    eval_exact_twins: int = 0  # eval items whose question train asks with the same answer (raw split only)
+    eval_conflicting_twins: int = 0  # ... with another answer (raw split only)
     rl: int = 0  # RL-only items (split_rl)
     rl_dropped: int = 0  # RL items dropped because train, eval or an earlier RL item asks the same question
 
@@ -56,6 +64,9 @@ class HygieneReport:
                 "conflicting_items": len(self.conflicts), "conflict_ids": self.conflicts[:50],
                 "leaks_stripped": self.leaks_stripped, "train": self.train, "eval": self.eval,
                 "eval_held_out": self.held_out, "train_eval_overlap": 0 if self.overlap_checked else None,
+                "split": self.split, "eval_twins_moved_to_train": self.twins_moved,
+                "eval_exact_twins_in_train": self.eval_exact_twins,
+                "eval_conflicting_twins_in_train": self.eval_conflicting_twins,
                 "rl": self.rl, "rl_dropped_asked_elsewhere": self.rl_dropped}
 
 
@@ -151,15 +162,24 @@ def stratified_split(records: Sequence[Record], key: Grouper, eval_fraction: flo
 
 
 def clean_and_split(records: Sequence[Record], key: Grouper, eval_fraction: float, seed: int, strip: bool = False,
-                    group: Grouper | None = None,
-                    held_out: Selector | None = None) -> tuple[list[Record], list[Record], HygieneReport]:
+                    group: Grouper | None = None, held_out: Selector | None = None,
+                    raw: bool = False) -> tuple[list[Record], list[Record], HygieneReport]:
     """The whole hygiene pass for one family (``held_out``: items made for eval only, see ``stratified_split``).
 
+    With ``raw``, none of it: the same draw over the records as they came (the paper-faithful split), with the eval
+    items that have an exact or a conflicting twin in train counted (``question_twins``), not removed.
+
     Raises:
-        DataError: if, after all, a content hash is in both train and eval (a bug, never silent).
+        DataError: if, after all, a content hash is in both train and eval of the cleaned split (a bug, never silent).
     """
-    report = HygieneReport(input_items=len(records))
+    report = HygieneReport(input_items=len(records), split="raw" if raw else "cleaned")
     items = list(records)
+    if raw:
+        train, evals = stratified_split(items, key, eval_fraction, seed, group=group, held_out=held_out)
+        report.eval_exact_twins, report.eval_conflicting_twins = question_twins(train, evals)
+        report.train, report.eval = len(train), len(evals)
+        report.held_out = sum(1 for r in evals if held_out and held_out(r))
+        return train, evals, report
     if strip:
         stripped = [strip_record(r) for r in items]
         items = [r for r, _ in stripped]
@@ -169,12 +189,38 @@ def clean_and_split(records: Sequence[Record], key: Grouper, eval_fraction: floa
     report.conflicts = sorted(conflicts)
     train, evals = stratified_split(items, key, eval_fraction, seed, never_eval=conflicts, group=group,
                                     held_out=held_out)
+    train, evals, report.twins_moved = _move_twins(train, evals, group or (lambda r: r.id))
     overlap = {r.content_hash() for r in train} & {r.content_hash() for r in evals}
     if overlap:
         raise DataError(f"{len(overlap)} items are in both train and eval after the split (hygiene bug)")
     report.train, report.eval, report.overlap_checked = len(train), len(evals), True
     report.held_out = sum(1 for r in evals if held_out and held_out(r))
     return train, evals, report
+
+
+def _answer(r: Record) -> str:
+    return (r.answer or r.response).strip().lower()
+
+
+def question_twins(train: Sequence[Record], evals: Sequence[Record]) -> tuple[int, int]:
+    """(exact, conflicting): eval items whose question (whitespace and case normalised) train asks with the same
+    gold answer, and with only other answers."""
+    asked: dict[str, set[str]] = defaultdict(set)
+    for r in train:
+        asked[r.question_hash()].add(_answer(r))
+    exact = sum(1 for r in evals if _answer(r) in asked.get(r.question_hash(), ()))
+    conflicting = sum(1 for r in evals if r.question_hash() in asked and _answer(r) not in asked[r.question_hash()])
+    return exact, conflicting
+
+
+def _move_twins(train: list[Record], evals: list[Record], group: Grouper) -> tuple[list[Record], list[Record], int]:
+    """Eval items whose question train asks move to train with their whole group; returns how many moved."""
+    asked = {r.question_hash() for r in train}
+    moving = {group(r) for r in evals if r.question_hash() in asked}
+    if not moving:
+        return train, evals, 0
+    moved = [r for r in evals if group(r) in moving]
+    return train + moved, [r for r in evals if group(r) not in moving], len(moved)
 
 
 def split_rl(train: Sequence[Record], evals: Sequence[Record], marked: Sequence[Record], key: Grouper,

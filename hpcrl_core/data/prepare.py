@@ -80,8 +80,8 @@ def finish(family: str, records: list[Record], p: PrepareParams, key: Callable[[
     if not rest:
         raise DataError(f"family {family}: every item is marked for RL only; nothing is left to train or evaluate on")
     train, evals, report = clean_and_split(rest, key, p.eval_fraction, p.seed, strip=strip, group=group,
-                                           held_out=is_held_out)
-    if strip:
+                                           held_out=is_held_out, raw=p.split == "raw")
+    if strip and p.split == "cleaned":
         marked = [strip_record(r)[0] for r in marked]
     train, rl, report.rl_dropped = split_rl(train, evals, marked, key, rl_fraction, p.seed, group=group,
                                             keep_in_train=set(report.conflicts))

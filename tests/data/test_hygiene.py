@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from hpcrl_core.data.hygiene import clean_and_split, strip_leaks
+from hpcrl_core.data.hygiene import clean_and_split, question_twins, strip_leaks
 from hpcrl_core.data.schema import Record, assistant, messages
 
 
@@ -93,3 +93,40 @@ def test_a_held_out_item_with_a_conflicting_answer_goes_to_train() -> None:
     train, evals, rep = clean_and_split(items + [clash], lambda r: r.answer, 0.1, 3,
                                         held_out=lambda r: r.provenance.get("held_out") is True)
     assert clash.id in {r.id for r in train} and clash.id in rep.conflicts and rep.held_out == 0
+
+
+def _twin(i: int, label: str, why: str) -> Record:
+    """Item i's question and answer with another explanation: neither a duplicate nor a conflict."""
+    return Record("race_c", _race(i, label).prompt, assistant(f"{label}: {why}"), label, {"label": label},
+                  {"source": "test"})
+
+
+def test_an_eval_question_that_train_asks_moves_to_train_with_its_group() -> None:
+    items = [_race(i, "yes" if i % 2 else "no") for i in range(40)] + [_twin(i, "yes" if i % 2 else "no", "again")
+                                                                      for i in range(40)]
+    plain_train, plain_evals, plain = clean_and_split(items[:40], lambda r: r.answer, 0.2, 7)
+    train, evals, rep = clean_and_split(items, lambda r: r.answer, 0.2, 7)
+    assert rep.duplicates_dropped == 0 and not rep.conflicts  # the twins are neither
+    assert rep.twins_moved > 0 and len(train) + len(evals) == 80
+    assert not {r.question_hash() for r in evals} & {r.question_hash() for r in train}
+    assert rep.as_dict()["eval_twins_moved_to_train"] == rep.twins_moved and rep.as_dict()["split"] == "cleaned"
+    assert plain.twins_moved == 0 and len(plain_evals) == 8
+
+
+def test_the_raw_split_keeps_everything_and_counts_the_twins() -> None:
+    items = [_race(i, "yes" if i % 2 else "no") for i in range(40)]
+    items += [_race(3, "yes"), _race(4, "yes"), _twin(5, "yes", "again")]  # a duplicate, a conflict, a twin
+    items.append(_race(99, "no", code="/* DRB001-antidep1-orig-no.c */ int main(void) { return 0; }"))
+    train, evals, rep = clean_and_split(items, lambda r: r.answer, 0.5, 7, strip=True, raw=True)
+    assert len(train) + len(evals) == len(items) and rep.split == "raw"
+    assert rep.duplicates_dropped == rep.leaks_stripped == rep.twins_moved == 0 and not rep.conflicts
+    assert any("DRB001" in r.question for r in train + evals)  # nothing stripped either
+    exact, conflicting = question_twins(train, evals)
+    assert (rep.eval_exact_twins, rep.eval_conflicting_twins) == (exact, conflicting)
+    twins = {3, 4, 5}  # each question asked twice: by how the draw fell, a twin in eval faces one in train or not
+    pairs = [(i, [r for r in items if r.question_hash() == _race(i, "no").question_hash()]) for i in twins]
+    split = [(i, [any(r is e for e in evals) for r in rs]) for i, rs in pairs]
+    expected_exact = sum(1 for i, flags in split if i in (3, 5) and flags.count(True) == 1)
+    expected_conflicting = sum(1 for i, flags in split if i == 4 and flags.count(True) == 1)
+    assert (exact, conflicting) == (expected_exact, expected_conflicting) and exact + conflicting >= 1
+    assert rep.as_dict()["train_eval_overlap"] is None  # not checked: the raw split may overlap by design

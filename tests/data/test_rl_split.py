@@ -117,3 +117,28 @@ def test_bad_rl_settings_are_refused() -> None:
     only_rl = [Record("plp", messages(None, "Q?"), assistant("A."), "A.", provenance={"rl": True})]
     with pytest.raises(DataError, match="every item is marked for RL only"):
         prep.finish("plp", only_rl, parse_params({}).prepare, key=lambda r: "x")
+
+
+def test_file_sources_get_an_rl_share_and_a_raw_split_that_counts_twins(tmp_path: Path) -> None:
+    """HPC-GPT's Alpaca format with what the published files hold: exact duplicates and conflicting answers."""
+    rows = [{"instruction": f"What does dataset {i} hold?", "input": "", "output": f"Corpus number {i}."}
+            for i in range(60)]
+    rows += [dict(rows[i]) for i in range(10)]  # exact duplicates
+    rows += [{**rows[i], "output": f"Another answer {i}."} for i in range(10, 20)]  # conflicting answers
+    src = tmp_path / "task1_plp.json"
+    src.write_text(json.dumps(rows))
+    sources = {"plp": [f"hpcgpt:{src}"]}
+    cleaned = prepare_qa("plp", parse_params({"prepare": {"sources": sources, "rl_fraction": 0.2}}).prepare)
+    hygiene = cleaned.card["hygiene"]
+    assert hygiene["duplicates_dropped"] == 10 and hygiene["conflicting_items"] == 20
+    assert hygiene["eval_exact_twins_in_train"] == hygiene["eval_conflicting_twins_in_train"] == 0
+    train, evals, rl = (cleaned.files[f"{s}.jsonl"] for s in ("train", "eval", "rl"))
+    assert rl and all(prep.is_rl(r) for r in rl) and len(train) + len(evals) + len(rl) == 70
+    conflicting = {r.question for r in train + evals + rl if r.question in {q["instruction"] for q in rows[10:20]}}
+    assert conflicting and not conflicting & _questions(rl + evals)  # conflicts stay in train
+    raw = prepare_qa("plp", parse_params({"prepare": {"sources": sources, "split": "raw"}}).prepare)
+    h = raw.card["hygiene"]
+    assert h["split"] == "raw" and h["duplicates_dropped"] == 0 and h["train"] + h["eval"] == 80
+    assert h["eval_exact_twins_in_train"] + h["eval_conflicting_twins_in_train"] > 0
+    with pytest.raises(ConfigError, match="prepare.split"):
+        parse_params({"prepare": {"split": "paper"}})
