@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,8 +62,9 @@ class DvcStageResult:
 
     Attributes:
         dvc_stage: the target stage. status: ``ran`` or ``skipped`` (DVC said it didn't change), ``unknown`` if DVC
-        printed neither for the target. seconds: wall time of the command. ran / skipped: every stage DVC reported
-        running / skipping in this call (upstream stages included).
+        printed neither for the target (``target_status``: a matrix group by its members). seconds: wall time of
+        the command. ran / skipped: every stage DVC reported running / skipping in this call (upstream stages
+        included).
     """
 
     dvc_stage: str
@@ -130,5 +131,13 @@ def run_dvc_stage(dvc_stage: str, repo_root: Path, on_line: Callable[[str], Any]
     if returncode != 0:
         error = DvcStageLockedError if any(k in line for line in tail for k in _LOCKED) else DvcStageError
         raise error(dvc_stage, returncode, seconds, list(tail), repo_root)
-    status = "ran" if dvc_stage in ran else "skipped" if dvc_stage in skipped else "unknown"
-    return DvcStageResult(dvc_stage, status, seconds, tuple(ran), tuple(skipped))
+    return DvcStageResult(dvc_stage, target_status(dvc_stage, ran, skipped), seconds, tuple(ran), tuple(skipped))
+
+
+def target_status(dvc_stage: str, ran: Sequence[str], skipped: Sequence[str]) -> str:
+    """``ran``, ``skipped`` or ``unknown`` for a target: a stage, or a ``foreach``/``matrix`` group whose members DVC
+    names ``<group>@<item>`` (the group ran when any member ran, was skipped when every member it named was)."""
+    def members(names: Sequence[str]) -> list[str]:
+        return [n for n in names if n == dvc_stage or n.startswith(f"{dvc_stage}@")]
+
+    return "ran" if members(ran) else "skipped" if members(skipped) else "unknown"

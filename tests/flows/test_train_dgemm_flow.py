@@ -181,3 +181,12 @@ def test_lock_contention_is_a_retryable_stage_error(tmp_path: Path) -> None:
     assert retry is not None and retry(None, None, Failed(data=locked.value))
     assert not retry(None, None, Failed(data=DvcStageError("broken", 3, 1.0, ["boom"], repo)))
     assert run_dvc_stage("first", repo, on_line=lambda line: None).status == "ran"  # lock gone: runs
+
+
+def test_a_matrix_target_takes_the_status_of_its_members() -> None:
+    from hpcrl_core.dvc_repro import target_status
+
+    assert target_status("offline", ["offline@dpo-1"], ["prepare", "offline@kto-1"]) == "ran"
+    assert target_status("offline", [], ["offline@dpo-1", "offline@kto-1"]) == "skipped"
+    assert target_status("prepare", ["prepare"], []) == "ran"
+    assert target_status("rl", ["rl_hargo@grpo-1"], ["rl_dgemm"]) == "unknown"  # a prefix of another name is not it
