@@ -1,13 +1,16 @@
-"""Atomic file writes (a reader sees the old file or the new one, never half of one) and JSON state files read
-back with a clear error.
+"""Atomic file writes (a reader sees the old file or the new one, never half of one), a folder written whole or not
+at all (``replaced_folder``), and JSON state files read back with a clear error.
 
 Test: ``pytest tests/test_files.py``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +28,31 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
 def write_text_atomic(path: Path, text: str) -> None:
     """``write_bytes_atomic`` of ``text`` encoded as UTF-8."""
     write_bytes_atomic(path, text.encode("utf-8"))
+
+
+@contextlib.contextmanager
+def replaced_folder(out_dir: Path) -> Iterator[Path]:
+    """A fresh temporary folder beside ``out_dir`` to write into; swapped in for ``out_dir`` when the block ends.
+
+    The old folder is moved aside (``.<name>.old``) until the new one is in place, then removed. On any error the
+    temporary folder is removed and ``out_dir`` is left as it was.
+    """
+    tmp = out_dir.with_name(f".{out_dir.name}.tmp")
+    old = out_dir.with_name(f".{out_dir.name}.old")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        yield tmp
+        shutil.rmtree(old, ignore_errors=True)
+        if out_dir.exists():
+            out_dir.rename(old)
+        tmp.rename(out_dir)
+        shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if old.exists() and not out_dir.exists():
+            old.rename(out_dir)
+        raise
 
 
 def read_json_file(path: Path, kind: str) -> Any:

@@ -1,10 +1,12 @@
-"""Tests of atomic writes. Run: pytest tests/test_files.py"""
+"""Tests of atomic writes and replaced folders. Run: pytest tests/test_files.py"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from hpcrl_core.files import write_text_atomic
+import pytest
+
+from hpcrl_core.files import replaced_folder, write_text_atomic
 
 
 def test_write_creates_folders_replaces_and_leaves_no_temp(tmp_path: Path) -> None:
@@ -13,3 +15,21 @@ def test_write_creates_folders_replaces_and_leaves_no_temp(tmp_path: Path) -> No
     write_text_atomic(path, "two\n")
     assert path.read_text() == "two\n"
     assert [p.name for p in path.parent.iterdir()] == ["b.json"]
+
+
+def test_a_replaced_folder_is_swapped_in_whole_or_not_at_all(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "old.txt").write_text("old")
+    with replaced_folder(out) as tmp:
+        (tmp / "new.txt").write_text("new")
+        assert (out / "old.txt").exists()  # the old folder stays until the new one is complete
+    assert sorted(p.name for p in out.iterdir()) == ["new.txt"]
+    with pytest.raises(RuntimeError, match="disk full"), replaced_folder(out) as tmp:
+        (tmp / "half.txt").write_text("half")
+        raise RuntimeError("disk full")
+    assert sorted(p.name for p in out.iterdir()) == ["new.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no temporary or old folder left beside it
+    with replaced_folder(tmp_path / "fresh") as tmp:
+        (tmp / "a.txt").write_text("a")
+    assert (tmp_path / "fresh" / "a.txt").read_text() == "a"

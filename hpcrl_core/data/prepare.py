@@ -18,7 +18,6 @@ Run: ``python -m flows.prepare`` (or ``dvc repro prepare``).  Test: ``pytest tes
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from hpcrl_core.data.cards import build_card, write_card
 from hpcrl_core.data.hygiene import clean_and_split, split_rl, strip_record
 from hpcrl_core.data.schema import FAMILIES, Record, write_jsonl
 from hpcrl_core.errors import DataError
+from hpcrl_core.files import replaced_folder
 
 Progress = Callable[[str], None]
 
@@ -106,12 +106,8 @@ def write_outputs(outputs: list[FamilyOutput], out_dir: Path) -> dict[str, Any]:
 
     Nothing half-written is ever left in ``out_dir``: on any error the temporary folder is removed.
     """
-    out_dir = Path(out_dir)
-    tmp = out_dir.with_name(f".{out_dir.name}.tmp")
-    old = out_dir.with_name(f".{out_dir.name}.old")
-    shutil.rmtree(tmp, ignore_errors=True)
     summary: dict[str, Any] = {"families": {}}
-    try:
+    with replaced_folder(Path(out_dir)) as tmp:
         for o in outputs:
             folder = tmp / o.family
             for name, records in o.files.items():
@@ -123,16 +119,6 @@ def write_outputs(outputs: list[FamilyOutput], out_dir: Path) -> dict[str, Any]:
             write_card(o.card, folder)
             summary["families"][o.family] = {**o.card["counts"], "seconds": round(o.seconds, 1)}
         (tmp / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-        shutil.rmtree(old, ignore_errors=True)
-        if out_dir.exists():
-            out_dir.rename(old)
-        tmp.rename(out_dir)
-        shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if old.exists() and not out_dir.exists():
-            old.rename(out_dir)
-        raise
     return summary
 
 

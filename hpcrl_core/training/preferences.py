@@ -21,7 +21,6 @@ Test: ``pytest tests/training/test_preferences.py``.
 from __future__ import annotations
 
 import json
-import shutil
 import statistics
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -32,7 +31,7 @@ from hpcrl_core.config import Params, load_params
 from hpcrl_core.data.schema import assistant
 from hpcrl_core.errors import DataError
 from hpcrl_core.evaluation.generate import generate
-from hpcrl_core.files import write_text_atomic
+from hpcrl_core.files import replaced_folder
 from hpcrl_core.models.saved import load_saved_policy
 from hpcrl_core.rewards import RewardContext, get_reward
 from hpcrl_core.training.hargo import task_dataset
@@ -149,18 +148,11 @@ def score_answers(params: Params, rows: Sequence[Mapping[str, Any]],
 
 def write_pairs(out_dir: Path, pairs: Sequence[Mapping[str, Any]], card: Mapping[str, Any]) -> None:
     """Write the three files into a fresh folder and swap it in for ``out_dir``: never half a set."""
-    tmp = out_dir.with_name(f".{out_dir.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    try:
+    with replaced_folder(out_dir) as tmp:
         (tmp / PAIRS_FILE).write_text("".join(json.dumps(p, ensure_ascii=False, sort_keys=True) + "\n" for p in pairs),
                                       encoding="utf-8")
-        write_text_atomic(tmp / CARD_FILE, json.dumps(card, indent=2) + "\n")
-        write_text_atomic(tmp / "card.md", card_markdown(card))
-        shutil.rmtree(out_dir, ignore_errors=True)
-        tmp.rename(out_dir)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        (tmp / CARD_FILE).write_text(json.dumps(card, indent=2) + "\n", encoding="utf-8")
+        (tmp / "card.md").write_text(card_markdown(card), encoding="utf-8")
 
 
 def main(argv: list[str]) -> None:
