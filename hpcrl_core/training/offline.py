@@ -24,7 +24,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import torch
 from datasets import Dataset
 from transformers import PreTrainedTokenizerBase
 from trl import DPOConfig, DPOTrainer, KTOConfig, KTOTrainer
@@ -36,7 +35,7 @@ from hpcrl_core.models.saved import load_saved_policy
 from hpcrl_core.training.checkpoints import last_checkpoint, save_log_history, save_policy
 from hpcrl_core.training.pairs import load_pairs
 from hpcrl_core.training.sft_data import record_tokens
-from hpcrl_core.training.trl_options import check_passthrough
+from hpcrl_core.training.trl_options import check_passthrough, device_options
 
 FINAL_DIR = "final"
 CONFIGS: dict[str, type] = {"dpo": DPOConfig, "kto": KTOConfig, "simpo": CPOConfig}
@@ -69,16 +68,13 @@ def offline_config(method: str, op: OfflineParams, output_dir: Path, report_to: 
     mp = op.method(method)
     cls = CONFIGS[method]
     check_passthrough(mp.trl, cls, f"offline.{method}", _owned(method))
-    cuda = torch.cuda.is_available()
     options: dict[str, Any] = {
         "output_dir": str(output_dir), "report_to": report_to, "seed": seed, "data_seed": seed,
         "max_steps": op.max_steps, "learning_rate": op.learning_rate, "lr_scheduler_type": op.lr_scheduler_type,
         "per_device_train_batch_size": op.per_device_train_batch_size,
         "gradient_accumulation_steps": op.gradient_accumulation_steps, "beta": mp.beta,
         "max_length": op.max_length, "save_strategy": "steps", "save_steps": op.save_steps,
-        "save_total_limit": op.save_total_limit, "logging_steps": op.logging_steps, "use_cpu": not cuda,
-        "bf16": cuda and torch.cuda.is_bf16_supported(), "dataloader_num_workers": 0,
-        "dataloader_pin_memory": cuda,
+        "save_total_limit": op.save_total_limit, "logging_steps": op.logging_steps, **device_options(),
     }
     if isinstance(mp, SimPOParams):
         options.update({"loss_type": "simpo", "cpo_alpha": 0.0, "simpo_gamma": mp.gamma})
@@ -157,7 +153,7 @@ def run_offline(params: Params, pairs_path: Path, sft_dir: Path, output_dir: Pat
 
 
 def main(argv: list[str]) -> None:
-    defaults = ["params.yaml", "preferences/pairs.jsonl", "checkpoints/sft_hargo/final", "checkpoints/rl_hargo/dpo-1",
+    defaults = ["params.yaml", "preferences/pairs.jsonl", "checkpoints/sft_hargo/final", "checkpoints/offline/dpo-1",
                 "dpo", "1"]
     if argv[:1] in (["-h"], ["--help"]) or len(argv) > len(defaults):
         print(__doc__)

@@ -20,7 +20,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import torch
 from trl import SFTConfig, SFTTrainer
 
 from hpcrl_core.config import ModelParams, Params, SFTParams, load_params
@@ -29,7 +28,7 @@ from hpcrl_core.models.build import load_policy
 from hpcrl_core.models.tokenizer import save_tokenizer
 from hpcrl_core.training.checkpoints import last_checkpoint, save_policy
 from hpcrl_core.training.sft_data import check_max_length, load_sft_datasets
-from hpcrl_core.training.trl_options import check_passthrough
+from hpcrl_core.training.trl_options import check_passthrough, device_options
 
 TOKENIZER_DIR = "tokenizer"
 FINAL_DIR = "final"
@@ -57,7 +56,6 @@ def check_trl_options(options: dict[str, Any]) -> None:
 def sft_config(sp: SFTParams, output_dir: Path, report_to: list[str], has_eval: bool) -> SFTConfig:
     """The SFTConfig for ``sft`` params: CPU-safe defaults, steps-based eval and save, ``sft.trl`` on top."""
     check_trl_options(sp.trl)
-    cuda = torch.cuda.is_available()
     options: dict[str, Any] = {
         "output_dir": str(output_dir), "report_to": report_to, "seed": sp.seed, "data_seed": sp.seed,
         "max_steps": sp.max_steps, "learning_rate": sp.learning_rate, "lr_scheduler_type": sp.lr_scheduler_type,
@@ -69,9 +67,8 @@ def sft_config(sp: SFTParams, output_dir: Path, report_to: list[str], has_eval: 
         "save_strategy": "steps", "save_steps": sp.save_steps, "save_total_limit": sp.save_total_limit,
         "logging_steps": sp.logging_steps,
         "completion_only_loss": True,  # loss on the assistant's answer only, never on the prompt
-        "use_cpu": not cuda, "bf16": cuda and torch.cuda.is_bf16_supported(),
+        **device_options(),
         "activation_checkpointing": False,  # the tiny model's activations are small; recomputing them only costs time
-        "dataloader_num_workers": 0, "dataloader_pin_memory": cuda,  # data are tokenized up front; 2-core hosts
         # Batches of similar length: the families' records range from ~10 to ~450 tokens, and random batches
         # spent most of their compute on padding (about 2.5x slower per epoch on the default data).
         "train_sampling_strategy": "group_by_length",

@@ -49,11 +49,17 @@ def trl_version() -> str:
     return str(trl.__version__)
 
 
-def grpo_options(rp: Any, output_dir: Path, report_to: list[str], seed: int) -> dict[str, Any]:
-    """The GRPOConfig options the RL sections share (``rl_dgemm``, ``rl_hargo``: same field names), with CPU-safe
-    device settings: steps-based saving, ``seed`` for model and data order, no dataloader workers on 2-core hosts,
-    bf16 only on a CUDA device that supports it."""
+def device_options() -> dict[str, Any]:
+    """The device settings every stage's TRL config shares: CPU unless CUDA is there, bf16 only on a CUDA device
+    that supports it, no dataloader workers (data are tokenized up front; 2-core hosts), pinned memory on CUDA."""
     cuda = torch.cuda.is_available()
+    return {"use_cpu": not cuda, "bf16": cuda and torch.cuda.is_bf16_supported(), "dataloader_num_workers": 0,
+            "dataloader_pin_memory": cuda}
+
+
+def grpo_options(rp: Any, output_dir: Path, report_to: list[str], seed: int) -> dict[str, Any]:
+    """The GRPOConfig options the RL sections share (``rl_dgemm``, ``rl_hargo``: same field names), with
+    steps-based saving, ``seed`` for model and data order and ``device_options``."""
     return {
         "output_dir": str(output_dir), "report_to": report_to, "seed": seed, "data_seed": seed,
         "max_steps": rp.max_steps, "learning_rate": rp.learning_rate, "lr_scheduler_type": rp.lr_scheduler_type,
@@ -61,6 +67,5 @@ def grpo_options(rp: Any, output_dir: Path, report_to: list[str], seed: int) -> 
         "num_generations": rp.num_generations, "gradient_accumulation_steps": rp.gradient_accumulation_steps,
         "temperature": rp.temperature, "beta": rp.beta, "max_completion_length": rp.max_completion_length,
         "save_strategy": "steps", "save_steps": rp.save_steps, "save_total_limit": rp.save_total_limit,
-        "logging_steps": rp.logging_steps, "use_cpu": not cuda, "bf16": cuda and torch.cuda.is_bf16_supported(),
-        "dataloader_num_workers": 0, "dataloader_pin_memory": cuda,
+        "logging_steps": rp.logging_steps, **device_options(),
     }
