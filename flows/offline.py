@@ -7,7 +7,7 @@ DVC runs it once per (method, seed) of ``offline.methods`` x ``offline.seeds`` (
 
 Run: ``python -m flows.offline --method dpo --seed 1 [--params params.yaml] [--pairs preferences/pairs.jsonl]
 [--sft checkpoints/sft_hargo/final] [--out checkpoints/offline/dpo-1]`` (what ``dvc repro offline@dpo-1`` runs).
-Test: ``pytest tests/flows/test_offline_flows.py``.
+Test: ``pytest tests/flows/test_hargo_flows.py``.
 """
 
 from __future__ import annotations
@@ -19,8 +19,7 @@ from pathlib import Path
 from prefect import flow, get_run_logger
 
 from flows.resumable import resumable_dvc_stage
-from flows.stage import COMPARISON_TAG
-from hpcrl_core import tracking
+from flows.stage import COMPARISON_TAG, log_comparison_run
 from hpcrl_core.config import OFFLINE_METHODS, load_params
 from tasks.offline import run_offline
 
@@ -41,9 +40,7 @@ def offline(method: str = "dpo", seed: int = 1, params_path: str = "params.yaml"
     name = f"offline@{method}-{seed}"
     with resumable_dvc_stage(name, out, inputs, settings, {**COMPARISON_TAG, "method": method, "seed": str(seed)}):
         result = run_offline(params, Path(pairs), sft, out, ["mlflow"], method, seed)
-        tracking.log_metrics({k: float(v) for k, v in result.items()
-                              if isinstance(v, int | float) and not isinstance(v, bool) and k != "seed"})
-        tracking.log_artifact(Path(result["final_dir"]) / "log_history.json", method)
+        log_comparison_run(result, method)
     get_run_logger().info("%s: step %s, train loss %.4f on %s pairs, resumed from %s; model in %s", name,
                           result["global_step"], result["train_loss"], result["pairs"], result["resumed_from"],
                           result["final_dir"])

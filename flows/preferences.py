@@ -4,7 +4,7 @@ rewards score the answers, and the best and worst of each prompt become a pair (
 ``preferences`` holds too.
 
 Run: ``python -m flows.preferences [--params params.yaml] [--data data] [--sft checkpoints/sft_hargo/final]
-[--out preferences]`` (what ``dvc repro preferences`` runs).  Test: ``pytest tests/flows/test_offline_flows.py``.
+[--out preferences]`` (what ``dvc repro preferences`` runs).  Test: ``pytest tests/flows/test_hargo_flows.py``.
 """
 
 from __future__ import annotations

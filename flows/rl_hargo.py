@@ -20,8 +20,7 @@ from pathlib import Path
 from prefect import flow, get_run_logger
 
 from flows.resumable import resumable_dvc_stage
-from flows.stage import COMPARISON_TAG
-from hpcrl_core import tracking
+from flows.stage import COMPARISON_TAG, log_comparison_run
 from hpcrl_core.config import load_params
 from hpcrl_core.training.hargo import prompt_files
 from tasks.rl_hargo import run_hargo
@@ -47,9 +46,7 @@ def rl_hargo(method: str = "hargo", seed: int = 1, params_path: str = "params.ya
     name = run_name(method, seed)
     with resumable_dvc_stage(name, out, inputs, settings, {**COMPARISON_TAG, "method": method, "seed": str(seed)}):
         result = run_hargo(params, data, sft, out, ["mlflow"], method, seed)
-        tracking.log_metrics({k: float(v) for k, v in result.items()
-                              if isinstance(v, int | float) and not isinstance(v, bool) and k != "seed"})
-        tracking.log_artifact(Path(result["final_dir"]) / "log_history.json", "rl_hargo")
+        log_comparison_run(result, "rl_hargo")
     log.info("%s: step %s, train loss %.4f, EMA %s, resumed from %s; model in %s", name, result["global_step"],
              result["train_loss"], result["ema"], result["resumed_from"], result["final_dir"])
     return result
