@@ -28,7 +28,7 @@ from hpcrl_core import provenance, tracking
 from hpcrl_core.config import Params, load_params
 from hpcrl_core.errors import ConfigError, DataError
 from hpcrl_core.evaluation import hargo
-from hpcrl_core.evaluation.hargo_report import markdown_table
+from hpcrl_core.evaluation.hargo_report import markdown_table, models
 
 
 def run_dirs(params: Params, runs_dir: Path, offline_dir: Path) -> dict[str, dict[int, Path]]:
@@ -80,7 +80,7 @@ def evaluate_hargo(params_path: str = "params.yaml", data_dir: str = "data",
 
 
 def _track(result: dict[str, Any], params: Params, report: Path) -> None:
-    for method in (m for m in result if m not in ("sft", "meta")):
+    for method in (m for m in models(result) if m != hargo.SFT):
         for seed, metrics in result[method]["runs"].items():
             tags = {**flow_run_tags(), **COMPARISON_TAG, "method": method, "seed": str(seed), "kind": "evaluation"}
             with tracking.dvc_stage_run(f"evaluate_hargo@{method}-{seed}", tags=tags):
