@@ -152,6 +152,7 @@ class LocalExecutor:
             if item is _STOP:
                 return
             fn, key, fut = item
+            result, error = None, None
             try:
                 # the first slot free machine-wide: other engine processes on this host queue for the same cores
                 with self.engine.locks.hold_any(self.slots) as (slot, _):
@@ -159,14 +160,17 @@ class LocalExecutor:
                 if key is not None and self.cache is not None and self.engine.params.cache \
                         and result.status is not Status.TIMEOUT:
                     self.cache.put(result)
-                fut.set_result(result)
             except BaseException as err:  # infrastructure faults travel to the caller, never become rewards
-                fut.set_exception(err)
-            finally:
-                with self._lock:
-                    if key is not None:
-                        self._inflight.pop(key, None)
-                    self.completed += 1
+                error = err
+            # the bookkeeping is done before the caller wakes: one who reads ``completed`` after its result sees it
+            with self._lock:
+                if key is not None:
+                    self._inflight.pop(key, None)
+                self.completed += 1
+            if error is not None:
+                fut.set_exception(error)
+            else:
+                fut.set_result(result)
 
     def close(self) -> None:
         for _ in self._workers:

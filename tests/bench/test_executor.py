@@ -42,6 +42,16 @@ def test_batch_results_in_order(engine: Engine) -> None:
     assert [r.status for r in results] == [Status.OK, Status.WRONG_RESULT, Status.FORMAT_VIOLATION, Status.OK]
 
 
+def _slot_engine(tmp_path: Path) -> object:
+    """A minimal engine stand-in for slot tasks: the executor only reads its params and holds its slots."""
+    from hpcrl_core.config import BenchParams
+
+    class _E:
+        params = BenchParams()
+        locks = CoreLocks(tmp_path / "locks")
+    return _E()
+
+
 def test_slots_are_exclusive(tmp_path: Path) -> None:
     # a fake engine is not needed: slot tasks show which cores each job owned and when
     spans: list[tuple[tuple[int, ...], float, float]] = []
@@ -54,13 +64,8 @@ def test_slots_are_exclusive(tmp_path: Path) -> None:
             spans.append((slot, t0, time.monotonic()))
         return 0
 
-    class _E:  # minimal engine stand-in: the executor only reads params and holds slots here
-        from hpcrl_core.config import BenchParams
-        params = BenchParams()
-        locks = CoreLocks(tmp_path / "locks")
-
     cores = sorted(os.sched_getaffinity(0))
-    ex = LocalExecutor(_E(), cores=cores, cores_per_slot=1)  # type: ignore[arg-type]
+    ex = LocalExecutor(_slot_engine(tmp_path), cores=cores, cores_per_slot=1)  # type: ignore[arg-type]
     futures = [ex.submit_on_slot(job) for _ in range(8)]
     assert [f.result() for f in futures] == [0] * 8
     ex.close()
@@ -69,6 +74,21 @@ def test_slots_are_exclusive(tmp_path: Path) -> None:
             if set(slot_a) & set(slot_b):
                 assert a1 <= b0 or b1 <= a0, "two jobs overlapped on one core"
     assert {s for s, _, _ in spans} == {(c,) for c in cores}  # every slot used
+
+
+def test_the_count_is_kept_before_the_caller_wakes(tmp_path: Path) -> None:
+    # a done-callback runs in the worker as the future resolves: it must already see the job counted, for a
+    # result and for an error alike (a caller that reads ``completed`` right after ``result()`` relies on it)
+    def broken(slot: tuple[int, ...]) -> int:
+        raise BenchInfraError("compiler vanished")
+
+    seen: list[int] = []
+    with LocalExecutor(_slot_engine(tmp_path), cores=sorted(os.sched_getaffinity(0))[:1]) as ex:  # type: ignore[arg-type]
+        for job in (lambda slot: 0, broken, lambda slot: 0):
+            fut = ex.submit_on_slot(job)
+            fut.add_done_callback(lambda f: seen.append(ex.completed))
+            fut.exception()
+    assert seen == [1, 2, 3]
 
 
 def test_cache_hits_and_inflight_dedupe(engine: Engine, tmp_path: Path) -> None:
