@@ -1,6 +1,8 @@
 """The ``evaluate_hargo`` stage: the SFT start, every (method, seed) policy of ``rl_hargo`` and every run of the
 offline baselines (``offline.methods`` x ``offline.seeds``: DPO, KTO, SimPO) answer the held-out
-items of the task families; ``reports/eval_hargo.json`` (DVC metrics: a block per method with each headline metric's
+items of the task families, after the runs' own records (``final/run_record.json``) show one SFT start and one set of
+rewards for all of them (``hpcrl_core/training/run_record.py``: a mismatch stops the stage, naming the run);
+``reports/eval_hargo.json`` (DVC metrics: a block per method with each headline metric's
 seed-mean, per-seed values and bootstrap interval), its markdown table, per-item samples and a plot.
 
 MLflow: one run ``evaluate_hargo@<method>-<seed>`` per policy (tags ``comparison=hargo``, ``method``, ``seed``,
@@ -29,6 +31,7 @@ from hpcrl_core.config import Params, load_params
 from hpcrl_core.errors import ConfigError, DataError
 from hpcrl_core.evaluation import hargo
 from hpcrl_core.evaluation.hargo_report import markdown_table, models
+from hpcrl_core.training import run_record
 
 
 def run_dirs(params: Params, runs_dir: Path, offline_dir: Path) -> dict[str, dict[int, Path]]:
@@ -64,6 +67,7 @@ def evaluate_hargo(params_path: str = "params.yaml", data_dir: str = "data",
     """Evaluate the start point and every run of the comparison; returns the report."""
     params = load_params(params_path)
     dirs = run_dirs(params, Path(runs_dir), Path(offline_dir))
+    shared = run_record.check_runs(Path(sft_dir), dirs)  # one start, one set of rewards, from the runs' own records
     notes: dict[str, str] = {}
     records = hargo.load_items(Path(data_dir), params, notes)
     if not records:
@@ -73,7 +77,7 @@ def evaluate_hargo(params_path: str = "params.yaml", data_dir: str = "data",
     for method, seeds in dirs.items():
         for seed, folder in seeds.items():
             runs.setdefault(method, {})[seed] = steps.evaluate_model(folder, records, params, f"{method}-{seed}")
-    result = steps.comparison_report(sft_rows, runs, params, notes, Path(report))
+    result = steps.comparison_report(sft_rows, runs, params, notes, Path(report), shared)
     _track(result, params, Path(report))
     get_run_logger().info("HARGO comparison (%s)\n%s", report, markdown_table(result))
     return result

@@ -1,7 +1,7 @@
-"""The ``rl_hargo`` stage: one run of the HARGO comparison, a method (grpo, dr_grpo, hargo, hargo_b1, hargo_b2) and a
-seed, from the HARGO SFT start with the task rewards; checkpoints (with the EMA baseline) to
-``checkpoints/rl_hargo/<method>-<seed>``, resumed after a crash when the inputs are unchanged; per-step rewards,
-KL, weights and the EMA to an MLflow run named ``rl_hargo@<method>-<seed>`` and tagged ``comparison=hargo``,
+"""The ``rl_hargo`` stage: one run of the HARGO comparison, a method (grpo, dr_grpo, hargo, hargo_b1, hargo_b2,
+ppo) and a seed, from the HARGO SFT start with the task rewards; checkpoints (with the EMA baseline, or PPO's value
+head) to ``checkpoints/rl_hargo/<method>-<seed>``, resumed after a crash when the inputs are unchanged; per-step
+rewards, KL, weights and the EMA to an MLflow run named ``rl_hargo@<method>-<seed>`` and tagged ``comparison=hargo``,
 ``method``, ``seed`` (the MLflow UI compares all runs with the filter ``tags.comparison = "hargo"``).
 
 DVC runs it once per (method, seed) of ``rl_hargo.methods`` x ``rl_hargo.seeds`` (a ``matrix`` stage).
@@ -40,8 +40,10 @@ def rl_hargo(method: str = "hargo", seed: int = 1, params_path: str = "params.ya
     data, sft = Path(data_dir), Path(sft_dir)
     out = Path(out_dir) if out_dir else Path("checkpoints/rl_hargo") / f"{method}-{seed}"
     inputs = prompt_files(rp, data) + sorted(p for p in sft.glob("*") if p.is_file())
-    settings = {"rl_hargo": rp.model_dump(), "task_reward": params.task_reward.model_dump(), "method": method,
-                "seed": seed}
+    # the list of runs and another method's knobs (PPO's for an estimator) never restart this run
+    skip = {"methods", "seeds"} | ({"ppo"} if method != "ppo" else set())
+    settings = {"rl_hargo": rp.model_dump(exclude=skip), "task_reward": params.task_reward.model_dump(),
+                "method": method, "seed": seed}
     log = get_run_logger()
     name = run_name(method, seed)
     with resumable_dvc_stage(name, out, inputs, settings, {**COMPARISON_TAG, "method": method, "seed": str(seed)}):

@@ -29,8 +29,9 @@ def evaluate_model(model_dir: Path, records: Sequence[Record], params: Params, l
 
 @task(cache_policy=NO_CACHE)
 def comparison_report(sft_rows: Sequence[dict[str, Any]], runs: Mapping[str, Mapping[int, Sequence[dict[str, Any]]]],
-                     params: Params, notes: Mapping[str, str], report: Path) -> dict[str, Any]:
+                     params: Params, notes: Mapping[str, str], report: Path,
+                     provenance: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Write ``report`` (JSON), its samples, ``<report>.md`` (the table) and ``<report>.png``; return the report."""
-    result = hargo.comparison_report(sft_rows, runs, params, notes)
+    result = hargo.comparison_report(sft_rows, runs, params, notes, provenance)
     write_comparison(result, sft_rows, runs, report, title="HARGO comparison: held-out items")
     return result

@@ -34,8 +34,10 @@ from hpcrl_core.config.bench import (
 )
 from hpcrl_core.config.hargo import (
     ESTIMATORS,
+    ONLINE_METHODS,
     TASK_FAMILIES,
     EvalHargoParams,
+    PPOParams,
     RLHargoParams,
     SFTHargoParams,
     TaskRewardParams,
@@ -68,8 +70,9 @@ from hpcrl_core.errors import ConfigError
 __all__ = ["BenchParams", "DEFAULT_PARAMS", "describe_errors", "DgemmPrepParams", "DPOParams", "ESTIMATORS",
            "EvalHargoParams", "EvalParams", "ExecutorParams", "HFModelParams", "KTOParams", "load_params",
            "LoraParams", "LrScheduler", "ModelParams", "OFFLINE_METHODS", "OfflineMethodParams", "OfflineParams",
-           "Params", "parse_params", "PreferenceParams", "PrepareParams", "QAPrepParams", "QWEN2_LINEAR_MODULES",
-           "RacePrepParams", "ReferenceKind", "RegistryParams", "RewardMode", "RewardParams", "RLDgemmParams",
+           "ONLINE_METHODS", "Params", "parse_params", "PPOParams", "PreferenceParams", "PrepareParams",
+           "QAPrepParams", "QWEN2_LINEAR_MODULES", "RacePrepParams", "ReferenceKind", "RegistryParams", "RewardMode",
+           "RewardParams", "RLDgemmParams",
            "RLHargoParams", "SandboxParams", "Settings", "SFTHargoParams", "SFTParams", "SimPOParams", "SOURCE_KINDS",
            "SQDParams", "TASK_FAMILIES", "TaskRewardParams", "TimingParams", "TinyModelParams", "TokenizerParams",
            "VerifyParams"]

@@ -18,6 +18,8 @@ from hpcrl_core.config.model import LrScheduler, SFTParams, TinyModelParams
 
 TASK_FAMILIES: tuple[str, ...] = tuple(f for f in FAMILIES if f != "dgemm")
 ESTIMATORS: tuple[str, ...] = ("grpo", "dr_grpo", "hargo", "hargo_b1", "hargo_b2")
+# the online methods of the comparison: every estimator (one GRPO-family loss) and PPO (a learned value head)
+ONLINE_METHODS: tuple[str, ...] = (*ESTIMATORS, "ppo")
 
 
 class SFTHargoParams(SFTParams):
@@ -44,17 +46,34 @@ class TaskRewardParams(Section):
     plp_length_penalty: float = Field(0.001, ge=0, le=10)  # per character over the budget
 
 
+class PPOParams(Section):
+    """PPO's own knobs (method ``ppo`` of ``rl_hargo.methods``, ``hpcrl_core/training/ppo.py``): a linear value head on
+    the policy's last hidden state, token-level GAE on the task reward at the last token minus ``rl_hargo.beta``
+    times the per-token KL to the SFT start (PPO puts the KL into the reward, not into the loss), the clipped
+    surrogate and a clipped value loss. Sampling, prompts, rewards and budget are ``rl_hargo``'s, as for every method.
+    """
+
+    vf_coef: float = Field(0.1, ge=0, le=100)  # weight of the value loss beside the policy loss
+    cliprange_value: float = Field(0.2, gt=0, le=100)  # how far a value may move from its rollout value per update
+    gamma: float = Field(1.0, gt=0, le=1)  # discount over completion tokens
+    lam: float = Field(0.95, ge=0, le=1)  # GAE lambda
+    # the value head is new (zero-initialised) and linear: at rl_hargo.learning_rate it would not learn in 100 steps
+    value_learning_rate: float = Field(1e-3, gt=0, le=1)
+    whiten_advantages: bool = True  # advantages to mean 0, std 1 over the batch's completion tokens
+
+
 class RLHargoParams(Section):
     """Online RL on the task families (``dvc repro rl_hargo``): one run per (method, seed) from the HARGO SFT start.
 
     A step generates ``num_generations`` answers for each of ``per_device_train_batch_size / num_generations``
     prompts drawn from the mixed ``prompts`` sets of ``families``; every answer is scored by its own family's reward,
     and ``estimator`` (a name in ``hpcrl_core.algorithms.ADVANTAGES``) turns the group's rewards into advantages
-    and per-response loss weights without seeing the family. ``methods`` x ``seeds`` are the runs the comparison makes.
+    and per-response loss weights without seeing the family. ``methods`` x ``seeds`` are the runs the comparison makes;
+    method ``ppo`` trains with a value head instead of an estimator (section ``ppo``), on the same samples and rewards.
     """
 
     estimator: str = "hargo"  # the method of a single run; the comparison runs each of ``methods``
-    methods: tuple[str, ...] = ESTIMATORS
+    methods: tuple[str, ...] = ONLINE_METHODS
     seeds: tuple[int, ...] = (1,)  # make hargo: one seed per method (under an hour); (1, 2, 3): the 3-seed table
     # which split RL asks: "rl" (data/<family>/rl.jsonl: prompts SFT never trained on, see prepare.*.rl_phrasings,
     # prepare.race.rl_pairs, prepare.rl_fraction) or "train" (SFT's own items, which a start point may have memorised:
@@ -78,6 +97,7 @@ class RLHargoParams(Section):
     save_total_limit: int = Field(2, ge=1, le=1000)
     logging_steps: int = Field(1, ge=1, le=10_000_000)
     trl: dict[str, Any] = Field(default_factory=dict)  # extra GRPOConfig options
+    ppo: PPOParams = PPOParams()
 
     @field_validator("estimator")
     @classmethod
@@ -89,9 +109,10 @@ class RLHargoParams(Section):
     @field_validator("methods")
     @classmethod
     def _known_methods(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        unknown = [m for m in v if m not in ESTIMATORS]
+        unknown = [m for m in v if m not in ONLINE_METHODS]
         if not v or unknown or len(set(v)) != len(v):
-            raise ValueError(f"methods must name estimators among {', '.join(ESTIMATORS)}, each once; got {list(v)}")
+            raise ValueError(f"methods must name online methods among {', '.join(ONLINE_METHODS)}, each once; "
+                             f"got {list(v)}")
         return v
 
     @field_validator("seeds")

@@ -231,7 +231,8 @@ def one_item_worth(items: Mapping[str, int]) -> dict[str, float]:
 
 
 def comparison_report(sft_rows: Sequence[Row], runs: Mapping[str, Mapping[int, Sequence[Row]]],
-                      params: Params, notes: Mapping[str, str] | None = None) -> dict[str, Any]:
+                      params: Params, notes: Mapping[str, str] | None = None,
+                      provenance: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The comparison written to ``reports/eval_hargo.json``.
 
     Args:
@@ -239,6 +240,8 @@ def comparison_report(sft_rows: Sequence[Row], runs: Mapping[str, Mapping[int, S
         runs: ``{method: {seed: rows}}``, e.g. ``{"hargo": {1: rows, 2: rows, 3: rows}, "grpo": {...}}``.
         params: validated params; ``evaluate_hargo`` (``bootstrap_resamples``, ``confidence``, ``seed``) is read.
         notes: why families have no items (``load_items``' notes), kept as ``meta.notes``.
+        provenance: the runs' shared start and rewards (``training.run_record.check_runs``), kept as
+            ``meta.provenance`` (None when the runs were not checked, e.g. a report rebuilt from samples).
 
     Returns:
         ``{"sft": block, <method>: block, ..., "meta": {...}}``. A block is ``{"seeds": [...], "metrics": {name:
@@ -246,8 +249,8 @@ def comparison_report(sft_rows: Sequence[Row], runs: Mapping[str, Mapping[int, S
         method_metrics}}``; the SFT block's one run is keyed ``"sft"`` and its WinRate is 0.5 with interval
         [0.5, 0.5] by definition (kept so every block has the same keys). ``meta``: ``items`` per family and
         ``all``, ``one_item`` (``one_item_worth``), ``resamples``, ``confidence``, ``seed``, ``seeds`` per method,
-        ``ci_method``, ``rules``, ``notes``, ``reference`` (``hargo``, or None when it is not among the runs or is
-        alone) and ``vs_reference``: ``{method: {metric: {"diff", "ci", "excludes_zero"} | None}}``, the
+        ``ci_method``, ``rules``, ``notes``, ``provenance``, ``reference`` (``hargo``, or None when it is not among
+        the runs or is alone) and ``vs_reference``: ``{method: {metric: {"diff", "ci", "excludes_zero"} | None}}``, the
         reference minus each other method ({} without a reference).
 
     Raises:
@@ -278,7 +281,7 @@ def comparison_report(sft_rows: Sequence[Row], runs: Mapping[str, Mapping[int, S
         "items": items, "one_item": one_item_worth(items), "resamples": ep.bootstrap_resamples,
         "confidence": ep.confidence, "seed": ep.seed, "seeds": {m: sorted(s) for m, s in runs.items()},
         "ci_method": CI_METHOD, "notes": dict(notes or {}), "reference": REFERENCE if vs else None,
-        "vs_reference": vs,
+        "vs_reference": vs, "provenance": None if provenance is None else dict(provenance),
         "rules": {"winrate": "per item, the policy's task score vs the SFT answer's: win 1, tie 0.5 (same text: tie)",
                   "accuracy": f"race: correct verdicts; mlperf: exact match; plp: cosine >= {PLP_ACCURATE}",
                   "long_answer_chars": LONG_ANSWER,

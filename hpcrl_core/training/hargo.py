@@ -42,17 +42,18 @@ from hpcrl_core.errors import ConfigError, DataError
 from hpcrl_core.files import write_text_atomic
 from hpcrl_core.models.saved import load_saved_policy
 from hpcrl_core.training.checkpoints import last_checkpoint, save_log_history, save_policy
+from hpcrl_core.training.run_record import write_run_record
 from hpcrl_core.training.trl_options import check_passthrough, grpo_options
 
 STATE_FILE = "hargo_state.json"
 FINAL_DIR = "final"
 NEEDS_REFERENCE = frozenset({"hargo", "hargo_b2"})  # estimators that read the reference log-probs
 # GRPOConfig features the weighted loss does not implement; refused rather than silently ignored
-_UNSUPPORTED = {"top_entropy_quantile": 1.0, "off_policy_mask_threshold": None, "entropy_coef": 0.0,
+UNSUPPORTED_OPTIONS = {"top_entropy_quantile": 1.0, "off_policy_mask_threshold": None, "entropy_coef": 0.0,
                 "use_adaptive_entropy": False}
 OWNED_FIELDS: dict[str, str] = {
     **{name: f"rl_hargo.{name}" for name in RLHargoParams.model_fields
-       if name not in ("trl", "warmup_ratio", "methods", "seeds", "families", "max_items_per_family")},
+       if name not in ("trl", "warmup_ratio", "methods", "seeds", "families", "max_items_per_family", "ppo")},
     "warmup_steps": "rl_hargo.warmup_ratio",
     "loss_type": "the HARGO loss (sum_i w_i L_i; uniform weights = loss_type grpo)",
     "seed": "the run's seed (one of rl_hargo.seeds)",
@@ -88,13 +89,52 @@ class HARGOConfig(GRPOConfig):
         if self.loss_type != "grpo":
             raise ValueError(f"loss_type={self.loss_type!r}: HARGOTrainer has its own weighted loss (uniform weights "
                              "equal loss_type 'grpo'); leave loss_type at 'grpo'")
-        for name, neutral in _UNSUPPORTED.items():
+        for name, neutral in UNSUPPORTED_OPTIONS.items():
             if getattr(self, name) != neutral:
                 raise ValueError(f"{name}={getattr(self, name)!r} is not supported by HARGOTrainer's loss; "
                                  f"leave it at {neutral!r}")
 
 
-class HARGOTrainer(GRPOTrainer):
+class ScoredGRPOTrainer(GRPOTrainer):
+    """GRPOTrainer that keeps the batch's rewards (TRL turns them into its own advantages and does not return them):
+    the base of the comparison's online trainers (``HARGOTrainer`` here, ``PPOTrainer`` in ``training/ppo.py``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._last_rewards: torch.Tensor | None = None
+
+    def _calculate_rewards(self, inputs: list[dict[str, Any]], prompts: list[Any], completions: list[Any],
+                           completion_ids_list: list[Any]) -> torch.Tensor:
+        self._last_rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        return self._last_rewards
+
+    def summed_rewards(self) -> torch.Tensor:
+        """The last batch's rewards summed over the reward functions with their weights, ``(B*G,)`` over all
+        processes.
+
+        Raises:
+            DataError: a completion no reward function scored.
+        """
+        per_func = self._last_rewards
+        if per_func is None:
+            raise RuntimeError("TRL computed no rewards through _calculate_rewards; the hook has changed")
+        if torch.isnan(per_func).all(dim=1).any():
+            raise DataError("a completion got no reward from any reward function (all None); every item of the "
+                            "HARGO data must be scored by its family's reward")
+        return (per_func * self.reward_weights.to(per_func.device).unsqueeze(0)).nansum(dim=1)
+
+    def local_part(self, n_local: int) -> slice:
+        """This process's slice of a gathered ``(B*G,)`` tensor."""
+        return slice(self.accelerator.process_index * n_local, (self.accelerator.process_index + 1) * n_local)
+
+    def _mode(self) -> str:
+        return "train" if self.model is not None and self.model.training else "eval"
+
+    def save_extra(self, folder: Path) -> None:
+        """Write what a checkpoint of this method holds beyond TRL's own files (nothing here)."""
+
+
+class HARGOTrainer(ScoredGRPOTrainer):
     """GRPOTrainer whose advantages and loss weights come from ``args.estimator`` (see the module docstring).
 
     Attributes:
@@ -109,22 +149,10 @@ class HARGOTrainer(GRPOTrainer):
             raise ConfigError(f"HARGOTrainer needs a HARGOConfig; received {type(self.args).__name__}")
         self.ema: float | None = None
         self._estimate = ADVANTAGES.get(self.args.estimator)
-        self._last_rewards: torch.Tensor | None = None
-
-    def _calculate_rewards(self, inputs: list[dict[str, Any]], prompts: list[Any], completions: list[Any],
-                           completion_ids_list: list[Any]) -> torch.Tensor:
-        self._last_rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
-        return self._last_rewards
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         out = super()._generate_and_score_completions(inputs)
-        per_func = self._last_rewards
-        if per_func is None:
-            raise RuntimeError("TRL computed no rewards through _calculate_rewards; the hook has changed")
-        if torch.isnan(per_func).all(dim=1).any():
-            raise DataError("a completion got no reward from any reward function (all None); every item of the "
-                            "HARGO data must be scored by its family's reward")
-        rewards = (per_func * self.reward_weights.to(per_func.device).unsqueeze(0)).nansum(dim=1)
+        rewards = self.summed_rewards()
         mode = self._mode()
         group = self.num_generations if mode == "train" else self.num_generations_eval
         if group is None:
@@ -138,16 +166,12 @@ class HARGOTrainer(GRPOTrainer):
                              alpha=self.args.alpha, rho=self.args.rho)
         if mode == "train":
             self.ema = est.ema
-        n_local = out["completion_ids"].size(0)
-        part = slice(self.accelerator.process_index * n_local, (self.accelerator.process_index + 1) * n_local)
+        part = self.local_part(out["completion_ids"].size(0))
         device = out["advantages"].device
         out["advantages"] = est.advantages[part].to(device=device, dtype=out["advantages"].dtype)
         out["hargo_weights"] = (est.weights[part] * group).to(device=device, dtype=out["advantages"].dtype)
         self._log_estimator(mode, est.weights.view(-1, group), est.ema, est.confidence)
         return out
-
-    def _mode(self) -> str:
-        return "train" if self.model is not None and self.model.training else "eval"
 
     def _log_estimator(self, mode: str, weights: torch.Tensor, ema: float | None,
                        confidence: torch.Tensor | None) -> None:
@@ -208,10 +232,13 @@ class HARGOTrainer(GRPOTrainer):
                                                                          & (advantages > 0))
         metrics["clip_ratio/region_mean"].append(masked_mean(clipped.float()))
 
+    def save_extra(self, folder: Path) -> None:
+        save_state(folder, self.ema, self.args.estimator)
+
     def _save_checkpoint(self, model: Any, trial: Any) -> None:
         folder = Path(self._get_output_dir(trial=trial)) / f"checkpoint-{self.state.global_step}"
         folder.mkdir(parents=True, exist_ok=True)
-        save_state(folder, self.ema, self.args.estimator)
+        self.save_extra(folder)
         super()._save_checkpoint(model, trial)
 
     def _load_optimizer_and_scheduler(self, checkpoint: str | None) -> None:
@@ -249,7 +276,8 @@ def hargo_config(rp: RLHargoParams, output_dir: Path, report_to: list[str], meth
     """The HARGOConfig of one run of the comparison: ``rl_hargo`` params, ``method`` as estimator, ``seed``."""
     check_passthrough(rp.trl, HARGOConfig, "rl_hargo", OWNED_FIELDS)
     if method not in ESTIMATORS:
-        raise ConfigError(f"method {method!r} is not an estimator; known: {', '.join(ESTIMATORS)}")
+        raise ConfigError(f"method {method!r} is not an estimator; known: {', '.join(ESTIMATORS)} (and ppo, "
+                          "through build_hargo_trainer)")
     options = {**grpo_options(rp, output_dir, report_to, seed), "loss_type": "grpo", "scale_rewards": "group",
                "estimator": method, "alpha": rp.alpha, "rho": rp.rho}
     options.update(rp.trl)
@@ -299,8 +327,9 @@ def task_dataset(rp: RLHargoParams, data_dir: Path) -> Dataset:
 
 def build_hargo_trainer(params: Params, data_dir: Path, sft_dir: Path, output_dir: Path, report_to: list[str],
                         method: str, seed: int, reward_funcs: Sequence[Callable[..., Any]] | None = None
-                        ) -> HARGOTrainer:
-    """A HARGOTrainer for one (method, seed) run, every check done before the first step.
+                        ) -> ScoredGRPOTrainer:
+    """The trainer of one (method, seed) run, every check done before the first step: a HARGOTrainer for an
+    estimator, a PPOTrainer (``training/ppo.py``) for ``ppo``.
 
     Args:
         reward_funcs: TRL reward functions; default: the ``hpc_tasks`` reward (each item by its family's reward).
@@ -310,20 +339,27 @@ def build_hargo_trainer(params: Params, data_dir: Path, sft_dir: Path, output_di
         DataError: a family's train data is missing.
     """
     rp = params.rl_hargo
-    args = hargo_config(rp, output_dir, report_to, method, seed)
+    trainer_cls: type[ScoredGRPOTrainer]
+    args: GRPOConfig
+    if method == "ppo":
+        from hpcrl_core.training.ppo import PPOTrainer, ppo_config
+
+        args, trainer_cls = ppo_config(rp, output_dir, report_to, seed), PPOTrainer
+    else:
+        args, trainer_cls = hargo_config(rp, output_dir, report_to, method, seed), HARGOTrainer
     dataset = task_dataset(rp, data_dir)
     if reward_funcs is None:
         from hpcrl_core.rewards import RewardContext, get_reward
 
         reward_funcs = [get_reward("hpc_tasks")(RewardContext(params=params, executor=None))]
     model, tokenizer = load_saved_policy(sft_dir, trainable=True, key="sft_dir")
-    return HARGOTrainer(model=model, reward_funcs=list(reward_funcs), args=args, train_dataset=dataset,
-                        processing_class=tokenizer)
+    return trainer_cls(model=model, reward_funcs=list(reward_funcs), args=args, train_dataset=dataset,
+                       processing_class=tokenizer)
 
 
 def run_hargo(params: Params, data_dir: Path, sft_dir: Path, output_dir: Path, report_to: list[str], method: str,
               seed: int, reward_funcs: Sequence[Callable[..., Any]] | None = None) -> dict[str, Any]:
-    """Train one run (resuming from the last complete checkpoint with its EMA) and save ``final``.
+    """Train one run (resuming from the last complete checkpoint with its EMA or value head) and save ``final``.
 
     Returns:
         ``global_step``, ``train_loss``, ``resumed_from``, ``final_dir``, ``method``, ``seed``, ``ema``.
@@ -333,11 +369,12 @@ def run_hargo(params: Params, data_dir: Path, sft_dir: Path, output_dir: Path, r
     result = trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     final = output_dir / FINAL_DIR
     save_policy(trainer, final)
-    save_state(final, trainer.ema, method)
+    trainer.save_extra(final)
     save_log_history(trainer, final)
+    write_run_record(final, method=method, seed=seed, kind="online", start_dir=sft_dir, params=params)
     return {"global_step": int(trainer.state.global_step), "train_loss": float(result.training_loss),
             "resumed_from": str(resume) if resume else None, "final_dir": str(final), "method": method,
-            "seed": seed, "ema": trainer.ema}
+            "seed": seed, "ema": getattr(trainer, "ema", None)}
 
 
 def main(argv: list[str]) -> None:

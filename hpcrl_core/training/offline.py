@@ -34,6 +34,7 @@ from hpcrl_core.errors import ConfigError
 from hpcrl_core.models.saved import load_saved_policy
 from hpcrl_core.training.checkpoints import last_checkpoint, save_log_history, save_policy
 from hpcrl_core.training.pairs import load_pairs
+from hpcrl_core.training.run_record import read_pairs_card, write_run_record
 from hpcrl_core.training.sft_data import record_tokens
 from hpcrl_core.training.trl_options import check_passthrough, device_options
 
@@ -123,11 +124,12 @@ def build_offline_trainer(params: Params, pairs_path: Path, sft_dir: Path, outpu
 
     Raises:
         ConfigError: an unknown method, bad ``trl`` options, a pair longer than ``max_length``, no SFT model.
-        DataError: the pairs file is missing, empty or malformed.
+        DataError: the pairs file is missing, empty or malformed, or its card names no start and rewards.
     """
     op = params.offline
     args = offline_config(method, op, output_dir, report_to, seed)
     pairs = load_pairs(pairs_path)
+    read_pairs_card(pairs_path)  # the start and rewards the run will record; missing: stop before training
     model, tokenizer = load_saved_policy(sft_dir, trainable=True, key="sft_dir")
     check_pair_lengths(pairs, tokenizer, op.max_length, method)
     dataset = unpaired_dataset(pairs) if method == "kto" else paired_dataset(pairs)
@@ -147,6 +149,8 @@ def run_offline(params: Params, pairs_path: Path, sft_dir: Path, output_dir: Pat
     final = output_dir / FINAL_DIR
     save_policy(trainer, final)
     save_log_history(trainer, final)
+    write_run_record(final, method=method, seed=seed, kind="offline", start_dir=sft_dir, params=params,
+                     pairs=pairs_path)
     return {"global_step": int(trainer.state.global_step), "train_loss": float(result.training_loss),
             "resumed_from": str(resume) if resume else None, "final_dir": str(final), "method": method,
             "seed": seed, "pairs": len(trainer.train_dataset) // (2 if method == "kto" else 1)}

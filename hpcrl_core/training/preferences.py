@@ -11,7 +11,9 @@ Written (atomically, into ``out_dir``)::
 
     pairs.jsonl   one pair per line: prompt, chosen, rejected (conversational), family, item_id,
                   chosen_reward, rejected_reward
-    card.json     per family and in all: prompts, pairs, ties, tie_share, reward gap (mean, median, min, max)
+    card.json     per family and in all: prompts, pairs, ties, tie_share, reward gap (mean, median, min, max); the
+                  SFT start's model hash (``start``) and the rewards that scored the answers (``rewards``,
+                  ``run_record.rewards_record``), which every offline run records as its own
     card.md       the same, for people
 
 Run: ``python -m hpcrl_core.training.preferences [PARAMS] [DATA_DIR] [SFT_DIR] [OUT_DIR]``.
@@ -33,9 +35,11 @@ from hpcrl_core.errors import DataError
 from hpcrl_core.evaluation.generate import generate
 from hpcrl_core.files import replaced_folder
 from hpcrl_core.models.saved import load_saved_policy
+from hpcrl_core.provenance import model_hash
 from hpcrl_core.rewards import RewardContext, get_reward
 from hpcrl_core.training.hargo import task_dataset
 from hpcrl_core.training.pairs import PAIRS_FILE
+from hpcrl_core.training.run_record import rewards_record
 
 CARD_FILE = "card.json"
 TIE = 1e-9  # answers whose rewards differ by no more than this are equal
@@ -126,7 +130,7 @@ def make_preferences(params: Params, data_dir: Path, sft_dir: Path, out_dir: Pat
         raise DataError(f"preferences: none of the {len(rows)} prompts gave a pair: all {pp.samples} answers to each "
                         "scored the same; raise preferences.samples or preferences.temperature")
     card = {**card, "samples": pp.samples, "temperature": pp.temperature, "sft_dir": str(sft_dir),
-            "prompts": params.rl_hargo.prompts}
+            "prompts": params.rl_hargo.prompts, "start": model_hash(sft_dir), "rewards": rewards_record(params)}
     write_pairs(out_dir, pairs, card)
     return card
 

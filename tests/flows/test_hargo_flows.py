@@ -20,6 +20,7 @@ from hpcrl_core.config import parse_params
 from hpcrl_core.data.families import prepare_qa, prepare_race
 from hpcrl_core.data.prepare import write_outputs
 from hpcrl_core.errors import DataError
+from hpcrl_core.provenance import model_hash
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,7 +31,7 @@ SMALL: dict[str, Any] = {
     "sft_hargo": {"families": ["race_c", "race_fortran", "mlperf", "plp"], "max_steps": 3, "save_steps": 2,
                   "eval_steps": 100, "logging_steps": 1, "max_length": 1024,
                   "tiny": {"hidden_size": 32, "num_heads": 2, "num_kv_heads": 2, "intermediate_size": 64}},
-    "rl_hargo": {"methods": ["grpo", "hargo"], "seeds": [1], "max_steps": 2, "per_device_train_batch_size": 4,
+    "rl_hargo": {"methods": ["grpo", "hargo", "ppo"], "seeds": [1], "max_steps": 2, "per_device_train_batch_size": 4,
                  "num_generations": 2, "max_completion_length": 8, "save_steps": 1, "max_items_per_family": 3},
     "preferences": {"samples": 4, "temperature": 1.5, "max_new_tokens": 8},  # random text: PLP cosines differ
     "offline": {"methods": ["dpo"], "seeds": [1], "max_steps": 2, "per_device_train_batch_size": 2, "save_steps": 1},
@@ -74,11 +75,12 @@ def test_the_hargo_chain_trains_compares_and_registers(repo: Path, prefect_serve
 
     with pytest.raises(DataError, match="rl_hargo@grpo-1"):  # evaluation before training names what is missing
         evaluate_hargo(report="reports/eval_hargo.json")
-    for method in ("grpo", "hargo"):
+    for method in ("grpo", "hargo", "ppo"):
         run = rl_hargo(method, 1)
         assert run["global_step"] == 2 and run["method"] == method
     state = json.loads((repo / "checkpoints/rl_hargo/hargo-1/final/hargo_state.json").read_text())
     assert state["estimator"] == "hargo" and isinstance(state["ema"], float)
+    assert (repo / "checkpoints/rl_hargo/ppo-1/final/value_head.safetensors").is_file()
 
     with pytest.raises(DataError, match=r"offline@dpo-1 \(checkpoints/offline/dpo-1/final\)"):
         evaluate_hargo(report="reports/eval_hargo.json")
@@ -88,7 +90,9 @@ def test_the_hargo_chain_trains_compares_and_registers(repo: Path, prefect_serve
     assert dpo["global_step"] == 2 and dpo["pairs"] == card["total"]["pairs"]
 
     report = evaluate_hargo(report="reports/eval_hargo.json")
-    assert set(report) == {"sft", "grpo", "hargo", "dpo", "meta"} and report["meta"]["items"]["all"] == 12
+    assert set(report) == {"sft", "grpo", "hargo", "ppo", "dpo", "meta"} and report["meta"]["items"]["all"] == 12
+    shared = report["meta"]["provenance"]  # every run's own record names the same start and rewards
+    assert shared["runs"] == 4 and shared["start"] == model_hash(repo / "checkpoints/sft_hargo/final")
     assert set(report["hargo"]["metrics"]["winrate"]) == {"mean", "seeds", "ci"}
     assert (repo / "reports/eval_hargo.md").read_text().count("|") > 10
     assert (repo / "reports/eval_hargo.png").read_bytes()[:4] == b"\x89PNG"
@@ -97,7 +101,7 @@ def test_the_hargo_chain_trains_compares_and_registers(repo: Path, prefect_serve
     names = set(runs["tags.mlflow.runName"])
     assert {"rl_hargo@grpo-1", "rl_hargo@hargo-1", "evaluate_hargo@grpo-1", "evaluate_hargo@hargo-1", "preferences",
             "offline@dpo-1", "evaluate_hargo@dpo-1", "evaluate_hargo"} <= names
-    assert set(runs["tags.method"].dropna()) == {"grpo", "hargo", "dpo"}
+    assert set(runs["tags.method"].dropna()) == {"grpo", "hargo", "ppo", "dpo"}
 
     registered = register("checkpoints/rl_hargo/hargo-1/final", "reports/eval_hargo.json", "data",
                           params_path="params.yaml", section="registry_hargo")

@@ -19,6 +19,7 @@ from hpcrl_core.data.schema import Record, assistant, messages, write_jsonl
 from hpcrl_core.errors import ConfigError, DataError
 from hpcrl_core.models.tiny import build_tiny_model
 from hpcrl_core.models.tokenizer import save_tokenizer
+from hpcrl_core.provenance import model_hash
 from hpcrl_core.training import hargo as hargo_mod
 from hpcrl_core.training.hargo import (
     STATE_FILE,
@@ -29,6 +30,7 @@ from hpcrl_core.training.hargo import (
     run_hargo,
     task_dataset,
 )
+from hpcrl_core.training.run_record import RECORD_FILE
 from tests.models import TINY, sample_tokenizer
 
 G = 4
@@ -82,7 +84,7 @@ def test_trl_hooks_we_override_keep_their_signatures() -> None:
         assert callable(member), name
         params = list(inspect.signature(member).parameters)
         assert params[:len(args)] == args, f"{name}{params}"
-        assert name in HARGOTrainer.__dict__ or name == "_get_per_token_logps_and_entropies"
+        assert getattr(HARGOTrainer, name) is not member or name == "_get_per_token_logps_and_entropies"
 
 
 def test_the_dataset_carries_each_items_family_and_references(inputs: tuple[Path, Path]) -> None:
@@ -191,6 +193,10 @@ def test_a_run_saves_and_resume_restores_the_ema(inputs: tuple[Path, Path], tmp_
     assert saved["estimator"] == "hargo" and saved["ema"] == pytest.approx(first["ema"])
     history = json.loads((out / "final" / "log_history.json").read_text())
     assert any("hargo/ema" in e and "hargo/weight_max" in e for e in history)
+    record = json.loads((out / "final" / RECORD_FILE).read_text())
+    assert (record["method"], record["seed"], record["kind"], record["start"]) == ("hargo", 1, "online",
+                                                                                   model_hash(sft))
+    assert record["rewards"]["reward"] == "hpc_tasks" and "rewards/tasks.py" in record["rewards"]["sources"]
 
     seen: list[float | None] = []
     real = hargo_mod.ADVANTAGES.get("hargo")

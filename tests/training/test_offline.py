@@ -18,7 +18,9 @@ from hpcrl_core.data.schema import assistant, messages
 from hpcrl_core.errors import ConfigError, DataError
 from hpcrl_core.models.tiny import build_tiny_model
 from hpcrl_core.models.tokenizer import save_tokenizer
+from hpcrl_core.provenance import model_hash
 from hpcrl_core.training import offline
+from hpcrl_core.training.run_record import RECORD_FILE, rewards_record
 from tests.models import TINY, sample_tokenizer
 
 
@@ -39,6 +41,8 @@ def inputs(tmp_path: Path) -> tuple[Path, Path]:
     sft = tmp_path / "sft" / "final"
     build_tiny_model(TINY, sample_tokenizer(), seed=3).save_pretrained(str(sft))
     save_tokenizer(sample_tokenizer(), sft)
+    card = {"start": model_hash(sft), "rewards": rewards_record(parse_params({}))}  # what the preferences stage writes
+    (tmp_path / "card.json").write_text(json.dumps(card))
     return pairs, sft
 
 
@@ -57,6 +61,10 @@ def test_each_method_trains_from_the_sft_start_and_saves_final(inputs: tuple[Pat
     assert result["global_step"] == 2 and result["pairs"] == 6 and result["resumed_from"] is None
     final = Path(result["final_dir"])
     assert (final / "log_history.json").exists() and (final / "config.json").exists()
+    record = json.loads((final / RECORD_FILE).read_text())
+    assert (record["method"], record["seed"], record["kind"]) == (method, 1, "offline")
+    assert record["start"] == record["pairs_start"] == model_hash(sft)
+    assert record["rewards"]["rewards_hash"] == rewards_record(parse_params({}))["rewards_hash"]
     before, after = _weights(sft), _weights(final)
     assert any(not torch.equal(before[k], after[k]) for k in before)  # it trained
     assert torch.isfinite(torch.tensor(result["train_loss"]))

@@ -17,8 +17,10 @@ from hpcrl_core.data.schema import Record, assistant, messages, write_jsonl
 from hpcrl_core.errors import DataError
 from hpcrl_core.models.tiny import build_tiny_model
 from hpcrl_core.models.tokenizer import save_tokenizer
+from hpcrl_core.provenance import model_hash
 from hpcrl_core.training import preferences as prefs
 from hpcrl_core.training.pairs import PAIRS_FILE, load_pairs
+from hpcrl_core.training.run_record import rewards_record
 from tests.models import TINY, sample_tokenizer
 
 
@@ -94,6 +96,7 @@ def test_make_preferences_samples_the_sft_start_and_writes_pairs_and_card(tmp_pa
     assert card["total"]["prompts"] == 16 and card["total"]["pairs"] + card["total"]["ties"] == 16
     assert all(p["chosen_reward"] > p["rejected_reward"] for p in pairs)
     assert json.loads((out / prefs.CARD_FILE).read_text()) == card
+    assert card["start"] == model_hash(sft) and card["rewards"] == rewards_record(params)  # what offline runs record
     assert "| plp | 1 |" in (out / "card.md").read_text()
     tied = parse_params({"preferences": {"samples": 2, "temperature": 1.0, "max_new_tokens": 1},
                          "rl_hargo": {"families": ["race_c"]}})
