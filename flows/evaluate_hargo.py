@@ -1,5 +1,5 @@
-"""The ``evaluate_hargo`` stage: the SFT start, every (method, seed) policy of ``rl_hargo`` and every run of the
-offline baselines (``offline.methods`` x ``offline.seeds``: DPO, KTO, SimPO) answer the held-out
+"""The ``evaluate_hargo`` stage: the SFT start, every (method, seed) policy of ``rl_hargo``, every run of the
+offline baselines (``offline.methods`` x ``offline.seeds``: DPO, KTO, SimPO) and of the HPC-GPT row answer the held-out
 items of the task families, after the runs' own records (``final/run_record.json``) show one SFT start and one set of
 rewards for all of them (``hpcrl_core/training/run_record.py``: a mismatch stops the stage, naming the run);
 ``reports/eval_hargo.json`` (DVC metrics: a block per method with each headline metric's
@@ -10,7 +10,8 @@ MLflow: one run ``evaluate_hargo@<method>-<seed>`` per policy (tags ``comparison
 run ``evaluate_hargo`` with the seed-means, the report, the table and the plot.
 
 Run: ``python -m flows.evaluate_hargo [--params params.yaml] [--data data] [--sft checkpoints/sft_hargo/final]
-[--runs checkpoints/rl_hargo] [--report reports/eval_hargo.json] [--offline checkpoints/offline]`` (what
+[--runs checkpoints/rl_hargo] [--report reports/eval_hargo.json] [--offline checkpoints/offline]
+[--hpcgpt checkpoints/hpcgpt]`` (what
 ``dvc repro evaluate_hargo`` runs).
 Test: ``pytest tests/flows/test_hargo_flows.py``.
 """
@@ -27,16 +28,16 @@ from prefect import flow, get_run_logger
 import tasks.evaluate_hargo as steps
 from flows.stage import COMPARISON_TAG, flow_run_tags
 from hpcrl_core import provenance, tracking
-from hpcrl_core.config import Params, load_params
+from hpcrl_core.config import HPCGPT, Params, load_params
 from hpcrl_core.errors import ConfigError, DataError
 from hpcrl_core.evaluation import hargo
 from hpcrl_core.evaluation.hargo_report import markdown_table, models
 from hpcrl_core.training import run_record
 
 
-def run_dirs(params: Params, runs_dir: Path, offline_dir: Path) -> dict[str, dict[int, Path]]:
+def run_dirs(params: Params, runs_dir: Path, offline_dir: Path, hpcgpt_dir: Path) -> dict[str, dict[int, Path]]:
     """``{method: {seed: final model folder}}``: ``rl_hargo.methods`` x ``rl_hargo.seeds`` under ``runs_dir``, then
-    ``offline.methods`` x ``offline.seeds`` under ``offline_dir``.
+    ``offline.methods`` x ``offline.seeds`` under ``offline_dir``, then ``hpcgpt.seeds`` under ``hpcgpt_dir``.
 
     Raises:
         DataError: a run's ``final`` folder is missing (naming the DVC stages that make them).
@@ -45,6 +46,7 @@ def run_dirs(params: Params, runs_dir: Path, offline_dir: Path) -> dict[str, dic
     wanted = [(m, s, runs_dir, f"rl_hargo@{m}-{s}") for m in rp.methods for s in rp.seeds]
     op = params.offline
     wanted += [(m, s, offline_dir, f"offline@{m}-{s}") for m in op.methods for s in op.seeds]
+    wanted += [(HPCGPT, s, hpcgpt_dir, f"hpcgpt@{s}") for s in params.hpcgpt.seeds]
     out: dict[str, dict[int, Path]] = {}
     missing = []
     for method, seed, folder, stage in wanted:
@@ -63,10 +65,11 @@ def run_dirs(params: Params, runs_dir: Path, offline_dir: Path) -> dict[str, dic
 @flow(name="evaluate-hargo")
 def evaluate_hargo(params_path: str = "params.yaml", data_dir: str = "data",
                    sft_dir: str = "checkpoints/sft_hargo/final", runs_dir: str = "checkpoints/rl_hargo",
-                   report: str = "reports/eval_hargo.json", offline_dir: str = "checkpoints/offline") -> dict:
+                   report: str = "reports/eval_hargo.json", offline_dir: str = "checkpoints/offline",
+                   hpcgpt_dir: str = "checkpoints/hpcgpt") -> dict:
     """Evaluate the start point and every run of the comparison; returns the report."""
     params = load_params(params_path)
-    dirs = run_dirs(params, Path(runs_dir), Path(offline_dir))
+    dirs = run_dirs(params, Path(runs_dir), Path(offline_dir), Path(hpcgpt_dir))
     shared = run_record.check_runs(Path(sft_dir), dirs)  # one start, one set of rewards, from the runs' own records
     notes: dict[str, str] = {}
     records = hargo.load_items(Path(data_dir), params, notes)
@@ -106,8 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", default="checkpoints/rl_hargo")
     ap.add_argument("--report", default="reports/eval_hargo.json")
     ap.add_argument("--offline", default="checkpoints/offline")
+    ap.add_argument("--hpcgpt", default="checkpoints/hpcgpt")
     a = ap.parse_args(argv)
-    evaluate_hargo(a.params, a.data, a.sft, a.runs, a.report, a.offline)
+    evaluate_hargo(a.params, a.data, a.sft, a.runs, a.report, a.offline, a.hpcgpt)
     return 0
 
 

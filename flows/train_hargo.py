@@ -1,8 +1,8 @@
-"""The ``train-hargo`` pipeline: prepare → sft_hargo → rl_hargo (every method x seed) → preferences → offline (DPO,
-KTO, SimPO x seed) → evaluate_hargo through ``dvc repro <stage>`` (DVC skips what did not change), then the
-``register`` flow with the ``registry_hargo`` policy (``hpcrl-hargo``: the hargo run of the first seed; champion
-only when its WinRate beats the champion's); ends with the comparison table (``reports/eval_hargo.md``) and the
-start point's bars.
+"""The ``train-hargo`` pipeline: prepare → sft_hargo → hpcgpt (x seed) → rl_hargo (every method x seed) →
+preferences → offline (DPO, KTO, SimPO x seed) → evaluate_hargo through ``dvc repro <stage>`` (DVC skips what did not
+change), then the ``register`` flow with the ``registry_hargo`` policy (``hpcrl-hargo``: the hargo run of the first
+seed; champion only when its WinRate beats the champion's); ends with the comparison table (``reports/eval_hargo.md``)
+and the start point's bars.
 
 Run: ``python -m flows.train_hargo [--stages prepare sft_hargo ...] [--no-register] [--repo-root PATH]``
 (``make hargo``); as a deployment: ``make serve`` then ``prefect deployment run 'train-hargo/train-hargo'``.
@@ -28,7 +28,7 @@ from hpcrl_core.evaluation.start_point import bars_line
 from hpcrl_core.runtime_env import ROOT
 from tasks.pipeline import run_dvc_stage
 
-DEFAULT_DVC_STAGES = ("prepare", "sft_hargo", "rl_hargo", "preferences", "offline", "evaluate_hargo")
+DEFAULT_DVC_STAGES = ("prepare", "sft_hargo", "hpcgpt", "rl_hargo", "preferences", "offline", "evaluate_hargo")
 START_REPORT = "reports/sft_hargo.json"
 REPORT = "reports/eval_hargo.json"
 warnings.filterwarnings("ignore", message='Field name "register"', category=UserWarning)

@@ -60,6 +60,12 @@ NOT_RUN: dict[str, dict[str, str]] = {
         "sft": "training/sft.py's run_sft reads params.sft, which training/start_point.py replaced with the sft_hargo "
                "section",
     },
+    "hpcgpt": {
+        "sft": "training/sft.py's run_sft reads params.sft, which training/hpcgpt.py replaced with the hpcgpt recipe "
+               "over the sft_hargo section",
+        "task_reward": "training/run_record.py's rewards_record reads it for online runs; an hpcgpt run records "
+                       "kind supervised, without rewards",
+    },
     "rl_hargo": {
         "reward": "hpcrl_core/rewards/dgemm.py is imported with the hpcrl_core.rewards package; rl_hargo builds "
                   "only the hpc_tasks reward",

@@ -34,9 +34,11 @@ from hpcrl_core.config.bench import (
 )
 from hpcrl_core.config.hargo import (
     ESTIMATORS,
+    HPCGPT,
     ONLINE_METHODS,
     TASK_FAMILIES,
     EvalHargoParams,
+    HpcGptParams,
     PPOParams,
     RLHargoParams,
     SFTHargoParams,
@@ -68,8 +70,9 @@ from hpcrl_core.config.rl import RLDgemmParams, SQDParams
 from hpcrl_core.errors import ConfigError
 
 __all__ = ["BenchParams", "DEFAULT_PARAMS", "describe_errors", "DgemmPrepParams", "DPOParams", "ESTIMATORS",
-           "EvalHargoParams", "EvalParams", "ExecutorParams", "HFModelParams", "KTOParams", "load_params",
-           "LoraParams", "LrScheduler", "ModelParams", "OFFLINE_METHODS", "OfflineMethodParams", "OfflineParams",
+           "EvalHargoParams", "EvalParams", "ExecutorParams", "HFModelParams", "HPCGPT", "HpcGptParams", "KTOParams",
+           "load_params", "LoraParams", "LrScheduler", "ModelParams", "OFFLINE_METHODS", "OfflineMethodParams",
+           "OfflineParams",
            "ONLINE_METHODS", "Params", "parse_params", "PPOParams", "PreferenceParams", "PrepareParams",
            "QAPrepParams", "QWEN2_LINEAR_MODULES", "RacePrepParams", "ReferenceKind", "RegistryParams", "RewardMode",
            "RewardParams", "RLDgemmParams",
@@ -89,6 +92,7 @@ class Params(Section):
     evaluate: EvalParams = EvalParams()
     rl_dgemm: RLDgemmParams = RLDgemmParams()
     sft_hargo: SFTHargoParams = SFTHargoParams()
+    hpcgpt: HpcGptParams = HpcGptParams()
     task_reward: TaskRewardParams = TaskRewardParams()
     rl_hargo: RLHargoParams = RLHargoParams()
     evaluate_hargo: EvalHargoParams = EvalHargoParams()

@@ -20,6 +20,16 @@ TASK_FAMILIES: tuple[str, ...] = tuple(f for f in FAMILIES if f != "dgemm")
 ESTIMATORS: tuple[str, ...] = ("grpo", "dr_grpo", "hargo", "hargo_b1", "hargo_b2")
 # the online methods of the comparison: every estimator (one GRPO-family loss) and PPO (a learned value head)
 ONLINE_METHODS: tuple[str, ...] = (*ESTIMATORS, "ppo")
+HPCGPT = "hpcgpt"  # the method name of the HPC-GPT row (a second supervised baseline)
+
+
+def task_families(v: tuple[str, ...]) -> tuple[str, ...]:
+    """``v`` when it names task families, each once (at least one); else a ValueError."""
+    unknown = [f for f in v if f not in TASK_FAMILIES]
+    if not v or unknown or len(set(v)) != len(v):
+        raise ValueError(f"families must name task families among {', '.join(TASK_FAMILIES)}, each once; "
+                         f"got {list(v)}")
+    return v
 
 
 class SFTHargoParams(SFTParams):
@@ -34,6 +44,35 @@ class SFTHargoParams(SFTParams):
     # the facts tables' few hundred records seen twice per epoch; 4x and 8x lowered race F1 (docs/experiments.md)
     repeats: dict[str, int] = Field(default_factory=lambda: {"mlperf": 2, "plp": 2})
     tiny: TinyModelParams = TinyModelParams()  # used when model.source is tiny
+
+
+class HpcGptParams(Section):
+    """The HPC-GPT row of the comparison (``dvc repro hpcgpt``): a second supervised baseline, our reading of the
+    HPC-GPT recipe (Ding et al. 2023: supervised fine-tuning on the HPC task data alone, Alpaca-style: a few epochs,
+    cosine schedule after a short warmup, no weight decay) scaled to our model: the start point's tiny model
+    (``sft_hargo.tiny``) trained from its random initialisation, on the task families only (no DGEMM kernels, no
+    repeated facts tables), for ``epochs`` passes, at a learning rate a from-scratch tiny model trains at (a 7B
+    fine-tune's 2e-5 would leave it at its initialisation). Everything not set here (max_length, eval and save
+    cadence) is ``sft_hargo``'s. One run per seed of ``seeds``."""
+
+    seeds: tuple[int, ...] = (1,)  # make hargo: one; (1, 2, 3): the 3-seed table
+    epochs: int = Field(3, ge=1, le=1000)  # the budget: passes over the train records (max_steps follows)
+    families: tuple[str, ...] = TASK_FAMILIES
+    learning_rate: float = Field(1e-3, gt=0, le=1)
+    lr_scheduler_type: LrScheduler = "cosine"
+    warmup_ratio: float = Field(0.03, ge=0, lt=1)
+    weight_decay: float = Field(0.0, ge=0, le=1)
+    per_device_train_batch_size: int = Field(8, ge=1, le=4096)
+
+    @field_validator("seeds")
+    @classmethod
+    def _some_seeds(cls, v: tuple[int, ...]) -> tuple[int, ...]:
+        return distinct_seeds(v)
+
+    @field_validator("families")
+    @classmethod
+    def _task_families(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        return task_families(v)
 
 
 class TaskRewardParams(Section):
@@ -123,11 +162,7 @@ class RLHargoParams(Section):
     @field_validator("families")
     @classmethod
     def _task_families(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        unknown = [f for f in v if f not in TASK_FAMILIES]
-        if not v or unknown or len(set(v)) != len(v):
-            raise ValueError(f"families must name task families among {', '.join(TASK_FAMILIES)}, each once; "
-                             f"got {list(v)}")
-        return v
+        return task_families(v)
 
     @model_validator(mode="after")
     def _groups(self) -> RLHargoParams:

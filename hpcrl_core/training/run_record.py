@@ -3,7 +3,8 @@ from the same SFT checkpoint and is trained toward the same rewards" is checked 
 assumed.
 
 A record holds the run's ``method``, ``seed`` and ``kind`` (``online``: rewards during training; ``offline``: rewards
-through the preference pairs), ``start`` (``provenance.model_hash`` of the SFT folder it loaded), ``rewards`` (the
+through the preference pairs; ``supervised``: the HPC-GPT row, trained from scratch, which has neither and records
+its train files' hashes instead), ``start`` (``provenance.model_hash`` of the SFT folder it loaded), ``rewards`` (the
 reward's name, the ``task_reward`` values and sha256 of the source files that compute it) with its ``rewards_hash``,
 and, for offline runs, the pairs file's hash and the start and rewards the pairs card says scored them.
 
@@ -44,26 +45,32 @@ def rewards_record(params: Params) -> dict[str, Any]:
     return record
 
 
-def write_run_record(folder: Path, *, method: str, seed: int, kind: str, start_dir: Path, params: Params,
-                     pairs: Path | None = None) -> dict[str, Any]:
+def write_run_record(folder: Path, *, method: str, seed: int, kind: str, start_dir: Path | None, params: Params,
+                     pairs: Path | None = None, data: list[Path] | None = None) -> dict[str, Any]:
     """Write ``folder/run_record.json`` and return it.
 
     Args:
-        kind: ``online`` (the run scored its own samples with ``rewards_record(params)``) or ``offline`` (it trained
-            on ``pairs``, whose card in the same folder says which start and rewards scored them).
+        kind: ``online`` (the run scored its own samples with ``rewards_record(params)``), ``offline`` (it trained
+            on ``pairs``, whose card in the same folder says which start and rewards scored them) or ``supervised``
+            (a second supervised baseline: no start model, no rewards; ``data``, the files it trained on, hashed).
 
     Raises:
         DataError: an offline run's pairs card is missing or records no start and rewards.
+        ValueError: a kind without what it needs (a start folder; the pairs; the data files).
     """
-    record: dict[str, Any] = {"method": method, "seed": seed, "kind": kind, "start_dir": str(start_dir),
-                              "start": provenance.model_hash(start_dir)}
-    if kind == "online":
+    record: dict[str, Any] = {"method": method, "seed": seed, "kind": kind}
+    if kind in ("online", "offline") and start_dir is not None:
+        record.update({"start_dir": str(start_dir), "start": provenance.model_hash(start_dir)})
+    if kind == "online" and start_dir is not None:
         record["rewards"] = rewards_record(params)
-    elif kind == "offline" and pairs is not None:
+    elif kind == "offline" and start_dir is not None and pairs is not None:
         card = read_pairs_card(pairs)
         record.update({"pairs": _sha256(pairs), "pairs_start": card["start"], "rewards": card["rewards"]})
+    elif kind == "supervised" and data:
+        record.update({"start": None, "rewards": None, "data": {str(p): _sha256(p) for p in data}})
     else:
-        raise ValueError(f"kind {kind!r} (with pairs {pairs}): use online, or offline with the pairs file")
+        raise ValueError(f"kind {kind!r} (start {start_dir}, pairs {pairs}, data {data}): online needs the start "
+                         "folder, offline the start and the pairs file, supervised the data files")
     write_text_atomic(folder / RECORD_FILE, json.dumps(record, indent=2, sort_keys=True) + "\n")
     return record
 
@@ -110,7 +117,8 @@ def check_runs(start_dir: Path, finals: Mapping[str, Mapping[int, Path]]) -> dic
         finals: ``{method: {seed: final folder}}``.
 
     Returns:
-        ``{"start": hash, "rewards_hash": hash, "rewards": record, "runs": n}`` for the report's ``meta``.
+        ``{"start": hash, "rewards_hash": hash, "rewards": record, "runs": n}`` for the report's ``meta`` (``runs``
+        counts every record read; supervised runs are checked for their method and seed only).
 
     Raises:
         DataError: naming every run whose record names another start (or pairs scored from another start), other
@@ -127,6 +135,8 @@ def check_runs(start_dir: Path, finals: Mapping[str, Mapping[int, Path]]) -> dic
             name = f"{method}-{seed}"
             if (record["method"], record["seed"]) != (method, seed):
                 problems.append(f"{name}: its record says {record['method']}-{record['seed']}")
+            if record.get("kind") == "supervised":  # trained from scratch on the data: no start, no rewards
+                continue
             if record["start"] != start:
                 problems.append(f"{name}: started from {record['start_dir']} ({record['start'][:15]}...), not "
                                 f"{start_dir} ({start[:15]}...)")

@@ -7,7 +7,7 @@ data files. Layout of ``output_dir`` (``checkpoints/sft``)::
 
     tokenizer/        the tiny tokenizer trained on data/ (reused when resuming, so the vocabulary stays the same)
     checkpoint-N/     Trainer checkpoints (model, tokenizer, optimizer, trainer_state.json); a rerun resumes here
-    final/            the final model and tokenizer, what the RL stages load
+    final/            the final model and tokenizer, what the RL stages load, and log_history.json (the curves)
 
 Run: ``python -m hpcrl_core.training.sft [PARAMS] [DATA_DIR] [OUTPUT_DIR]`` (no tracking; the flow adds MLflow).
 Test: ``pytest tests/training/test_sft.py``.
@@ -26,7 +26,7 @@ from hpcrl_core.config import ModelParams, Params, SFTParams, load_params
 from hpcrl_core.errors import ConfigError
 from hpcrl_core.models.build import load_policy
 from hpcrl_core.models.tokenizer import save_tokenizer
-from hpcrl_core.training.checkpoints import last_checkpoint, save_policy
+from hpcrl_core.training.checkpoints import last_checkpoint, save_log_history, save_policy
 from hpcrl_core.training.sft_data import check_max_length, load_sft_datasets
 from hpcrl_core.training.trl_options import check_passthrough, device_options
 
@@ -132,6 +132,7 @@ def run_sft(params: Params, data_dir: Path, output_dir: Path, report_to: list[st
     eval_loss = trainer.evaluate()["eval_loss"] if trainer.eval_dataset is not None else math.nan
     final = output_dir / FINAL_DIR
     save_policy(trainer, final)
+    save_log_history(trainer, final)
     return {"train_loss": float(result.training_loss), "eval_loss": float(eval_loss),
             "global_step": int(trainer.state.global_step), "resumed_from": str(resume) if resume else None,
             "final_dir": str(final)}

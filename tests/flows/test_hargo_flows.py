@@ -35,6 +35,7 @@ SMALL: dict[str, Any] = {
                  "num_generations": 2, "max_completion_length": 8, "save_steps": 1, "max_items_per_family": 3},
     "preferences": {"samples": 4, "temperature": 1.5, "max_new_tokens": 8},  # random text: PLP cosines differ
     "offline": {"methods": ["dpo"], "seeds": [1], "max_steps": 2, "per_device_train_batch_size": 2, "save_steps": 1},
+    "hpcgpt": {"seeds": [1], "epochs": 1, "per_device_train_batch_size": 64},
     "evaluate_hargo": {"max_items_per_family": 3, "max_new_tokens": 6, "bootstrap_resamples": 200},
 }
 
@@ -62,6 +63,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_the_hargo_chain_trains_compares_and_registers(repo: Path, prefect_server: None) -> None:
     import mlflow
     from flows.evaluate_hargo import evaluate_hargo
+    from flows.hpcgpt import hpcgpt
     from flows.offline import offline
     from flows.preferences import preferences
     from flows.register import register
@@ -89,10 +91,18 @@ def test_the_hargo_chain_trains_compares_and_registers(repo: Path, prefect_serve
     dpo = offline("dpo", 1)
     assert dpo["global_step"] == 2 and dpo["pairs"] == card["total"]["pairs"]
 
+    with pytest.raises(DataError, match=r"hpcgpt@1 \(checkpoints/hpcgpt/hpcgpt-1/final\)"):
+        evaluate_hargo(report="reports/eval_hargo.json")
+    second = hpcgpt(1)  # one epoch of the task families' train records, from random initialisation
+    assert second["records"] > 64 and second["global_step"] == -(-second["records"] // 64)
+    record = json.loads((repo / "checkpoints/hpcgpt/hpcgpt-1/final/run_record.json").read_text())
+    assert record["kind"] == "supervised" and record["start"] is None and len(record["data"]) == 4
+
     report = evaluate_hargo(report="reports/eval_hargo.json")
-    assert set(report) == {"sft", "grpo", "hargo", "ppo", "dpo", "meta"} and report["meta"]["items"]["all"] == 12
+    assert set(report) == {"sft", "grpo", "hargo", "ppo", "dpo", "hpcgpt", "meta"}
+    assert report["meta"]["items"]["all"] == 12
     shared = report["meta"]["provenance"]  # every run's own record names the same start and rewards
-    assert shared["runs"] == 4 and shared["start"] == model_hash(repo / "checkpoints/sft_hargo/final")
+    assert shared["runs"] == 5 and shared["start"] == model_hash(repo / "checkpoints/sft_hargo/final")
     assert set(report["hargo"]["metrics"]["winrate"]) == {"mean", "seeds", "ci"}
     assert (repo / "reports/eval_hargo.md").read_text().count("|") > 10
     assert (repo / "reports/eval_hargo.png").read_bytes()[:4] == b"\x89PNG"
@@ -100,8 +110,8 @@ def test_the_hargo_chain_trains_compares_and_registers(repo: Path, prefect_serve
     runs = mlflow.search_runs(experiment_names=["hpcrl"], filter_string='tags.comparison = "hargo"')
     names = set(runs["tags.mlflow.runName"])
     assert {"rl_hargo@grpo-1", "rl_hargo@hargo-1", "evaluate_hargo@grpo-1", "evaluate_hargo@hargo-1", "preferences",
-            "offline@dpo-1", "evaluate_hargo@dpo-1", "evaluate_hargo"} <= names
-    assert set(runs["tags.method"].dropna()) == {"grpo", "hargo", "ppo", "dpo"}
+            "offline@dpo-1", "evaluate_hargo@dpo-1", "hpcgpt@1", "evaluate_hargo@hpcgpt-1", "evaluate_hargo"} <= names
+    assert set(runs["tags.method"].dropna()) == {"grpo", "hargo", "ppo", "dpo", "hpcgpt"}
 
     registered = register("checkpoints/rl_hargo/hargo-1/final", "reports/eval_hargo.json", "data",
                           params_path="params.yaml", section="registry_hargo")

@@ -44,8 +44,9 @@ def test_a_stage_flow_is_named_after_its_dvc_stage() -> None:
         if "-m" in words and (module := words[words.index("-m") + 1]).startswith("flows."):
             assert FLOWS[module].name == dvc_stage.replace("_", "-"), f"{module} runs stage {dvc_stage}"
             checked += 1
-    # prepare, sft, rl_dgemm, evaluate_dgemm, sft_hargo, rl_hargo and offline (matrices), preferences, evaluate_hargo
-    assert checked == 9
+    # prepare, sft, rl_dgemm, evaluate_dgemm, sft_hargo, hpcgpt, rl_hargo and offline (matrices), preferences,
+    # evaluate_hargo
+    assert checked == 10
 
 
 def test_the_deployment_users_run_keeps_its_name() -> None:
