@@ -50,10 +50,10 @@ class HpcGptParams(Section):
     """The HPC-GPT row of the comparison (``dvc repro hpcgpt``): a second supervised baseline, our reading of the
     HPC-GPT recipe (Ding et al. 2023: supervised fine-tuning on the HPC task data alone, Alpaca-style: a few epochs,
     cosine schedule after a short warmup, no weight decay) scaled to our model: the start point's tiny model
-    (``sft_hargo.tiny``) trained from its random initialisation, on the task families only (no DGEMM kernels, no
-    repeated facts tables), for ``epochs`` passes, at a learning rate a from-scratch tiny model trains at (a 7B
-    fine-tune's 2e-5 would leave it at its initialisation). Everything not set here (max_length, eval and save
-    cadence) is ``sft_hargo``'s. One run per seed of ``seeds``."""
+    (``sft_hargo.tiny``) trained from a random initialisation (drawn with the run's seed), on the task families only
+    (no DGEMM kernels, no repeated facts tables), for ``epochs`` passes, at a learning rate a from-scratch tiny model
+    trains at (a 7B fine-tune's 2e-5 would leave it at its initialisation). Everything not set here (max_length, eval
+    and save cadence) is ``sft_hargo``'s. One run per seed of ``seeds``."""
 
     seeds: tuple[int, ...] = (1,)  # make hargo: one; (1, 2, 3): the 3-seed table
     epochs: int = Field(3, ge=1, le=1000)  # the budget: passes over the train records (max_steps follows)

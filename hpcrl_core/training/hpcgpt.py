@@ -1,8 +1,9 @@
 """The HPC-GPT row of the HARGO comparison: ``hpcgpt`` params mapped onto the one SFT assembly (``training/sft.py``).
 
-Our reading of the row (``HpcGptParams`` says why): the start point's tiny model trained from its random
-initialisation on the task families alone, for ``hpcgpt.epochs`` passes over their train records; the step budget
-follows from the record count (``ceil(epochs * records / batch)``), so the recipe keeps its meaning when the data grow.
+Our reading of the row (``HpcGptParams`` says why): the start point's tiny model architecture trained from a random
+initialisation (drawn with the run's seed) on the task families alone, for ``hpcgpt.epochs`` passes over their train
+records; the step budget follows from the record count (``ceil(epochs * records / batch)``), so the recipe keeps its
+meaning when the data grow.
 Each run writes ``final/run_record.json`` of kind ``supervised``: no start model and no rewards, but the hashes of the
 train files it read.
 
