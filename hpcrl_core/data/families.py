@@ -88,7 +88,8 @@ def _tsan_report(out: FamilyOutput, progress: Progress | None) -> None:
     checked = check_with_tsan(items)
     out.card["extra"] = {"tsan": tsan_agreement(checked)}
     out.extra_files["tsan.jsonl"] = [{"id": r.id, "pattern": r.metadata.get("pattern"), "label": r.answer,
-                                      "tsan": r.metadata.get("tsan")} for r in checked]
+                                      "tsan": r.metadata.get("tsan"), "tsan_error": r.metadata.get("tsan_error")}
+                                     for r in checked]
 
 
 def prepare_qa(family: str, p: PrepareParams, progress: Progress | None = None) -> FamilyOutput:

@@ -1,6 +1,9 @@
 """Cross-check data-race labels with ThreadSanitizer: each C item is compiled with clang's TSan against LLVM's
-libomp, run, and ``metadata["tsan"]`` records what TSan saw: "race", "no_race" or "error" (compile or run failure,
-timeout, no C code block). Nothing else in a record changes; the label stays the construction's, and
+libomp, run, and ``metadata["tsan"]`` records what TSan saw: "race", "no_race" or "error", with
+``metadata["tsan_error"]`` saying why for an error (``ERROR_KINDS``: no code block, compile error or timeout, run
+timeout, a crash of the instrumented run, another failing exit status). A crashed run is never read as race-free.
+DataRaceBench programs compile against the folder they came from (local headers, PolyBench's support file), as the
+suite's own harness builds them. Nothing else in a record changes; the label stays the construction's, and
 ``tsan_agreement`` lists every disagreement for the data card instead of hiding it.
 
 Why clang + libomp: gcc's TSan with libgomp reports false races, because libgomp is not instrumented and its
@@ -57,6 +60,13 @@ FLAGS = ("-fsanitize=thread", "-fopenmp", "-g", "-O1")
 RUN_ENV = {"TSAN_OPTIONS": "ignore_noninstrumented_modules=1 halt_on_error=0 exitcode=66", "OMP_NUM_THREADS": "4",
            "OMP_TOOL": "enabled"}  # the OMPT tool interface is how libomp loads Archer
 RACE_MARK = "WARNING: ThreadSanitizer: data race"
+# what a crashed instrumented run prints: TSan's deadly-signal and internal-error reports, the OpenMP runtime's abort
+CRASH_MARKS = ("ThreadSanitizer:DEADLYSIGNAL", "ERROR: ThreadSanitizer:", "ThreadSanitizer: CHECK failed",
+               "FATAL: ThreadSanitizer", "OMP: Error #", "Segmentation fault")
+ERROR_KINDS = ("no_code", "compile_error", "compile_timeout", "run_timeout", "crash", "run_failed")
+_POLYBENCH_INCLUDE = re.compile(r'#\s*include\s*"[^"]*polybench\.h"', re.I)
+# DataRaceBench's test harness builds its PolyBench programs with utilities/polybench.c and these defines
+POLYBENCH_DEFINES = ("-DPOLYBENCH_NO_FLUSH_CACHE", "-DPOLYBENCH_TIME", "-D_POSIX_C_SOURCE=200112L")
 _FENCE = re.compile(r"```(c|cpp|c\+\+|cxx)?[ \t]*\n(.*?)```", re.S | re.I)
 # Race-free only if TSan understands OpenMP barriers (Archer loaded); without Archer it reports a false race.
 _PROBE = """#include <stdio.h>
@@ -81,7 +91,7 @@ def tsan_available() -> bool:
     if shutil.which(CLANG) is None:
         return False
     with tempfile.TemporaryDirectory(prefix="hpcrl-tsan-") as tmp:
-        return _verdict(_PROBE, ".c", Path(tmp), 60.0, 1) == "no_race"
+        return _verdict(_PROBE, ".c", Path(tmp), 60.0, 1)[0] == "no_race"
 
 
 def extract_c_code(question: str) -> tuple[str, str] | None:
@@ -93,13 +103,18 @@ def extract_c_code(question: str) -> tuple[str, str] | None:
 
 
 def check_with_tsan(records: Sequence[Record], jobs: int = 2, timeout_s: float = 20, runs: int = 3) -> list[Record]:
-    """The records, with ``metadata["tsan"]`` set on every ``race_c`` record; other records come back unchanged.
+    """The records, with ``metadata["tsan"]`` and ``metadata["tsan_error"]`` set on every ``race_c`` record; other
+    records come back unchanged.
 
     Args:
         records: race records; only family ``race_c`` is checked (TSan has no Fortran front end here).
         jobs: programs compiled and run at once.
         timeout_s: limit for each compile and each run; a timeout kills the whole process group -> "error".
         runs: runs per program at most; the first race report ends them.
+
+    Returns:
+        Copies whose ``tsan`` is "race", "no_race" or "error", and whose ``tsan_error`` is None or, for an error,
+        ``"<kind>: <detail>"`` with kind one of ``ERROR_KINDS``.
 
     Raises:
         BenchInfraError: clang with TSan and libomp is not usable here (and there is something to check).
@@ -113,8 +128,8 @@ def check_with_tsan(records: Sequence[Record], jobs: int = 2, timeout_s: float =
                               "build and run a probe program; install the Debian packages clang and libomp-dev")
     with tempfile.TemporaryDirectory(prefix="hpcrl-tsan-") as tmp, ThreadPoolExecutor(max(1, jobs)) as pool:
         verdicts = list(pool.map(lambda k: _check_one(records[k], Path(tmp) / str(k), timeout_s, runs), todo))
-    for k, verdict in zip(todo, verdicts, strict=True):
-        out[k] = replace(records[k], metadata={**records[k].metadata, "tsan": verdict})
+    for k, (verdict, error) in zip(todo, verdicts, strict=True):
+        out[k] = replace(records[k], metadata={**records[k].metadata, "tsan": verdict, "tsan_error": error})
     return out
 
 
@@ -123,10 +138,12 @@ def tsan_agreement(records: Sequence[Record]) -> dict[str, Any]:
 
     Returns:
         ``{"checked", "agree", "disagree", "error", "unchecked", "agreement_rate", "per_pattern": {pattern:
-        {"agree", "disagree", "error"}}, "disagreements": [{"id", "pattern", "label", "tsan"}], "errors": [ids]}``;
-        the rate is agree / (agree + disagree), None when nothing was compared.
+        {"agree", "disagree", "error"}}, "disagreements": [{"id", "pattern", "label", "tsan"}], "errors": [ids],
+        "error_kinds": {kind: n}}`` (every kind of ``ERROR_KINDS``, 0 when none); the rate is agree / (agree +
+        disagree), None when nothing was compared: an error is never counted as a verdict.
     """
     counts = {"checked": 0, "agree": 0, "disagree": 0, "error": 0, "unchecked": 0}
+    kinds = dict.fromkeys(ERROR_KINDS, 0)
     per_pattern: dict[str, dict[str, int]] = {}
     disagreements: list[dict[str, Any]] = []
     errors: list[str] = []
@@ -144,37 +161,85 @@ def tsan_agreement(records: Sequence[Record]) -> dict[str, Any]:
             disagreements.append({"id": r.id, "pattern": r.metadata.get("pattern"), "label": label, "tsan": tsan})
         elif outcome == "error":
             errors.append(r.id)
+            kind = str(r.metadata.get("tsan_error") or "unknown").partition(":")[0]
+            kinds[kind] = kinds.get(kind, 0) + 1
     compared = counts["agree"] + counts["disagree"]
     return {**counts, "agreement_rate": counts["agree"] / compared if compared else None,
-            "per_pattern": per_pattern, "disagreements": disagreements, "errors": errors}
+            "per_pattern": per_pattern, "disagreements": disagreements, "errors": errors, "error_kinds": kinds}
 
 
-def _check_one(record: Record, work: Path, timeout_s: float, runs: int) -> str:
+def _check_one(record: Record, work: Path, timeout_s: float, runs: int) -> tuple[str, str | None]:
     found = extract_c_code(record.question)
     if found is None:
-        return "error"
+        return "error", "no_code: the question holds no C/C++ code block"
     work.mkdir(parents=True)
-    return _verdict(found[0], found[1], work, timeout_s, runs)
+    return _verdict(found[0], found[1], work, timeout_s, runs, build_extras(record, found[0]))
 
 
-def _verdict(code: str, suffix: str, work: Path, timeout_s: float, runs: int) -> str:
-    """Compile ``code`` in ``work`` and run it up to ``runs`` times: "race", "no_race" or "error"."""
+def source_folder(record: Record) -> Path | None:
+    """The folder a DataRaceBench record's program came from (``provenance``: source ``dataracebench:<root>`` and
+    ``path`` under it), when it still exists; None for other records."""
+    kind, _, root = str(record.provenance.get("source") or "").partition(":")
+    path = record.provenance.get("path")
+    if kind != "dataracebench" or not root or not path:
+        return None
+    folder = (Path(root) / str(path)).parent
+    return folder if folder.is_dir() else None
+
+
+def build_extras(record: Record, code: str) -> list[str]:
+    """Compiler arguments that let a suite program build as its suite builds it: ``-I`` its folder and that folder's
+    ``utilities/`` (local headers such as ``signaling.h``, ``polybench/polybench.h``), and, for a program that includes
+    the PolyBench header, ``utilities/polybench.c`` with the defines DataRaceBench's own test harness compiles it
+    with. Empty for a record whose folder is unknown (synthetic, HPC-GPT) or gone."""
+    folder = source_folder(record)
+    if folder is None:
+        return []
+    extras = [f"-I{folder}", f"-I{folder / 'utilities'}"]
+    polybench = folder / "utilities" / "polybench.c"
+    if _POLYBENCH_INCLUDE.search(code) and polybench.is_file():
+        extras += [str(polybench), *POLYBENCH_DEFINES]
+    return extras
+
+
+def _crash(output: str) -> str | None:
+    """The first line of a TSan or runtime crash report in ``output``, or None."""
+    for line in output.splitlines():
+        if any(mark in line for mark in CRASH_MARKS):
+            return line.strip()[:200]
+    return None
+
+
+def _verdict(code: str, suffix: str, work: Path, timeout_s: float, runs: int, extras: Sequence[str] = ()
+             ) -> tuple[str, str | None]:
+    """Compile ``code`` in ``work`` and run it up to ``runs`` times: ("race" | "no_race", None) or ("error", reason).
+
+    A run that crashes (a TSan deadly signal, a CHECK failure, a signal ending the process) before TSan reported a
+    race is an error with the crash line as its reason, never "no_race"; a race TSan reported before a crash stands
+    (TSan reported no false race on any generated race-free item).
+    """
     src, exe = work / f"prog{suffix}", work / "prog"
     src.write_text(code, encoding="utf-8")
     compiler = CLANG if suffix == ".c" else f"{CLANG}++"
-    built = _run([compiler, *FLAGS, str(src), "-o", str(exe), "-lm"], work, None, timeout_s)
-    if built is None or built[0] != 0 or not exe.is_file():
-        return "error"
+    built = _run([compiler, *FLAGS, str(src), *extras, "-o", str(exe), "-lm"], work, None, timeout_s)
+    if built is None:
+        return "error", f"compile_timeout: no binary within {timeout_s:g} s"
+    if built[0] != 0 or not exe.is_file():
+        first = next((line.strip() for line in built[1].splitlines() if "error" in line), built[1].strip()[:200])
+        return "error", f"compile_error: {first[:200]}"
     env = {**os.environ, **RUN_ENV}
     for _ in range(runs):
         ran = _run([str(exe)], work, env, timeout_s)
         if ran is None:
-            return "error"
+            return "error", f"run_timeout: the program ran past {timeout_s:g} s"
         if RACE_MARK in ran[1]:
-            return "race"
-        if ran[0] not in (0, 66):  # 66: TSan warned about something other than a data race
-            return "error"
-    return "no_race"
+            return "race", None
+        crash = _crash(ran[1])
+        if crash is not None or ran[0] < 0:
+            return "error", f"crash: {crash or f'killed by signal {-ran[0]}'}"
+        if ran[0] not in (0, 66):  # 66: TSan warned about something other than a data race (and nothing crashed)
+            return "error", f"run_failed: exit status {ran[0]}"
+    return "no_race", None
 
 
 def _run(cmd: list[str], cwd: Path, env: dict[str, str] | None, timeout_s: float) -> tuple[int, str] | None:

@@ -54,6 +54,9 @@ def test_agreement_counts_and_lists_every_disagreement() -> None:
                                   {"id": c.id, "pattern": "p2", "label": "yes", "tsan": "no_race"}]
     assert s["errors"] == [d.id]
     assert tsan_agreement([e])["agreement_rate"] is None
+    crashed = replace(d, metadata={**d.metadata, "tsan": "error", "tsan_error": "crash: ThreadSanitizer:DEADLYSIGNAL"})
+    kinds = tsan_agreement([crashed, with_tsan(b, "race")])["error_kinds"]
+    assert kinds["crash"] == 1 and sum(kinds.values()) == 1 and set(race_tsan.ERROR_KINDS) <= set(kinds)
 
 
 def test_extract_code_block() -> None:
@@ -94,7 +97,37 @@ def test_compile_failure_is_an_error_and_changes_nothing_else() -> None:
     bad, fine = c_record("int main(void) { return undeclared; }"), c_record("int main(void) { return 3; }")
     out = check_with_tsan([bad, fine])
     assert [r.metadata["tsan"] for r in out] == ["error", "error"]  # exit status 3 is a run failure
+    reason = out[0].metadata["tsan_error"]
+    assert reason.startswith("compile_error: ") and "undeclared" in reason
+    assert out[1].metadata["tsan_error"] == "run_failed: exit status 3"
     assert replace(out[0], metadata=bad.metadata) == bad
+
+
+@pytest.mark.integration
+def test_a_crashing_instrumented_run_is_an_error_not_a_verdict() -> None:
+    require_tsan()
+    segv = c_record("""#include <stdio.h>
+int main(void) {
+    int a[16];
+    int *volatile nowhere = 0;
+#pragma omp parallel for
+    for (int i = 0; i < 16; i++) a[i] = i;
+    *nowhere = a[3];
+    printf("%d\\n", a[3]);
+    return 0;
+}""", label="no")
+    aborts = c_record("""#include <stdlib.h>
+int main(void) {
+    int s = 0;
+#pragma omp parallel for reduction(+:s)
+    for (int i = 0; i < 16; i++) s += i;
+    if (s) abort();
+    return 0;
+}""", label="no")
+    out = check_with_tsan([segv, aborts])
+    assert [r.metadata["tsan"] for r in out] == ["error", "error"]
+    assert all(r.metadata["tsan_error"].startswith("crash: ") for r in out), [r.metadata["tsan_error"] for r in out]
+    assert tsan_agreement(out)["error_kinds"]["crash"] == 2 and tsan_agreement(out)["agreement_rate"] is None
 
 
 @pytest.mark.integration
@@ -111,11 +144,52 @@ int main(void) {{
     for (;;) sleep(1);
 }}""")
     out = check_with_tsan([hang], timeout_s=5)
-    assert out[0].metadata["tsan"] == "error"
+    assert out[0].metadata["tsan"] == "error" and out[0].metadata["tsan_error"].startswith("run_timeout: ")
     pid = int(pid_file.read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
     assert processes_under(tmp_path) == []
+
+
+@pytest.mark.integration
+def test_suite_programs_build_against_their_own_folder(tmp_path: Path) -> None:
+    """A suite program that includes a local header, and one that includes the PolyBench header and needs its
+    support file, build as the suite builds them (our own minimal files in DataRaceBench's layout)."""
+    require_tsan()
+    bench = tmp_path / "micro-benchmarks"
+    (bench / "polybench").mkdir(parents=True)
+    (bench / "utilities").mkdir()
+    (bench / "signaling.h").write_text("#define SIGNAL_SLOTS 8\n")
+    (bench / "polybench" / "polybench.h").write_text("double polybench_checksum(const double *v, int n);\n")
+    (bench / "utilities" / "polybench.c").write_text(
+        "double polybench_checksum(const double *v, int n) { double s = 0; for (int i = 0; i < n; i++) s += v[i];"
+        " return s; }\n")
+    (bench / "DRB901-localheader-orig-no.c").write_text("""#include <stdio.h>
+#include "signaling.h"
+int main(void) {
+    int a[SIGNAL_SLOTS];
+#pragma omp parallel for
+    for (int i = 0; i < SIGNAL_SLOTS; i++) a[i] = i;
+    printf("%d\\n", a[1]);
+    return 0;
+}
+""")
+    (bench / "DRB902-polyheader-orig-no.c").write_text("""#include <stdio.h>
+#include "polybench/polybench.h"
+int main(void) {
+    double v[32];
+#pragma omp parallel for
+    for (int i = 0; i < 32; i++) v[i] = i;
+    printf("%f\\n", polybench_checksum(v, 32));
+    return 0;
+}
+""")
+    records = load_dataracebench(tmp_path, "c")
+    out = check_with_tsan(records)
+    assert [(r.metadata["tsan"], r.metadata["tsan_error"]) for r in out] == [("no_race", None), ("no_race", None)]
+    elsewhere = [replace(r, provenance={**r.provenance, "source": f"dataracebench:{tmp_path / 'gone'}"})
+                 for r in records]  # the folder is gone: the program alone does not build
+    assert all(r.metadata["tsan_error"].startswith("compile_error") for r in check_with_tsan(elsewhere))
 
 
 @pytest.mark.integration
