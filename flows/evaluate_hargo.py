@@ -72,7 +72,7 @@ def evaluate_hargo(params_path: str = "params.yaml", data_dir: str = "data",
     dirs = run_dirs(params, Path(runs_dir), Path(offline_dir), Path(hpcgpt_dir))
     shared = run_record.check_runs(Path(sft_dir), dirs)  # one start, one set of rewards, from the runs' own records
     notes: dict[str, str] = {}
-    records = hargo.load_items(Path(data_dir), params, notes)
+    records = hargo.fitting_items(Path(sft_dir), hargo.load_items(Path(data_dir), params, notes), params, notes)
     if not records:
         raise DataError(f"no held-out items under {data_dir} ({notes}); run `dvc repro prepare` first")
     sft_rows = steps.evaluate_model(Path(sft_dir), records, params, "sft")

@@ -4,8 +4,15 @@ Prompts are rendered with the tokenizer's chat template (``add_generation_prompt
 of a batch ends where its answer starts, and generated greedily (``temperature == 0``) or by sampling. Only the new
 tokens are decoded, cut at the first eos (``<|im_end|>`` for the tiny model's tokenizer).
 
+Long inputs, one rule: a prompt fits when its tokens plus ``max_new_tokens`` are within the model's positions
+(``max_position_embeddings``). ``too_long`` finds the prompts that do not; the evaluations skip those items before
+they generate and count them in their reports (``fitting_records``); ``generate`` refuses a prompt that does not fit
+with a ``DataError`` rather than letting the model run past its positions. A batch holds at most ``batch_size``
+prompts and at most ``max_batch_tokens`` rows x (its longest prompt + ``max_new_tokens``) tokens, in prompt order,
+so one long prompt generates alone instead of multiplying the memory of a whole batch.
+
 Run: ``.venv/bin/python -m hpcrl_core.evaluation.runner --help`` (the runner calls ``generate``).
-Test: ``pytest tests/evaluation/test_runner.py -k generate``.
+Test: ``pytest tests/evaluation/test_runner.py -k generate``, ``pytest tests/evaluation/test_generate.py``.
 """
 
 from __future__ import annotations
@@ -16,7 +23,71 @@ from typing import Any
 import torch
 from transformers import PreTrainedTokenizerBase
 
+from hpcrl_core.errors import DataError
+
 GenerateProgress = Callable[[int, int], None]  # (prompts done, prompts in all)
+MAX_BATCH_TOKENS = 65_536  # rows x (longest prompt + new tokens) per generate() call
+
+
+def position_limit(model: Any) -> int | None:
+    """The most tokens (prompt + answer) the model takes: its config's ``max_position_embeddings``, None when the
+    config names none."""
+    config = getattr(model, "config", None)
+    text = config.get_text_config() if config is not None and hasattr(config, "get_text_config") else config
+    limit = getattr(text, "max_position_embeddings", None)
+    return int(limit) if isinstance(limit, int) and limit > 0 else None
+
+
+def _render(tokenizer: PreTrainedTokenizerBase, prompts: Sequence[list[dict[str, str]]]) -> list[str]:
+    return [str(tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True)) for p in prompts]
+
+
+def prompt_lengths(tokenizer: PreTrainedTokenizerBase, prompts: Sequence[list[dict[str, str]]]) -> list[int]:
+    """Tokens of each rendered prompt."""
+    if not prompts:
+        return []
+    return [len(ids) for ids in tokenizer(_render(tokenizer, prompts), add_special_tokens=False)["input_ids"]]
+
+
+def too_long(model: Any, tokenizer: PreTrainedTokenizerBase, prompts: Sequence[list[dict[str, str]]],
+             max_new_tokens: int) -> list[int]:
+    """Indices of the prompts whose tokens plus ``max_new_tokens`` exceed the model's positions (none without a
+    limit)."""
+    limit = position_limit(model)
+    if limit is None:
+        return []
+    return [i for i, n in enumerate(prompt_lengths(tokenizer, prompts)) if n + max_new_tokens > limit]
+
+
+def fitting_records(model: Any, tokenizer: PreTrainedTokenizerBase, records: Sequence[Any], max_new_tokens: int,
+                    notes: dict[str, str], key: str = "too_long") -> list[Any]:
+    """``records`` (anything with a chat ``prompt``) without those ``too_long`` finds; when it drops some,
+    ``notes[key]`` says how many, why and which (the first five ids)."""
+    over = set(too_long(model, tokenizer, [r.prompt for r in records], max_new_tokens))
+    if over:
+        ids = [str(getattr(records[i], "id", i)) for i in sorted(over)]
+        more = ", ..." if len(ids) > 5 else ""
+        notes[key] = (f"{len(over)} of {len(records)} items skipped: prompt + {max_new_tokens} new tokens exceed the "
+                      f"model's {position_limit(model)} positions ({', '.join(ids[:5])}{more})")
+    return [r for i, r in enumerate(records) if i not in over]
+
+
+def token_batches(lengths: Sequence[int], batch_size: int, max_new_tokens: int, rows_per_prompt: int,
+                  max_batch_tokens: int) -> list[range]:
+    """Consecutive batches of prompt indices: at most ``batch_size`` prompts, and at most ``max_batch_tokens``
+    rows x (longest prompt + ``max_new_tokens``) tokens, unless one prompt alone is above it (it goes alone)."""
+    batches: list[range] = []
+    start = 0
+    while start < len(lengths):
+        end, longest = start + 1, lengths[start]
+        while end < len(lengths) and end - start < batch_size:
+            wider = max(longest, lengths[end])
+            if (end - start + 1) * rows_per_prompt * (wider + max_new_tokens) > max_batch_tokens:
+                break
+            end, longest = end + 1, wider
+        batches.append(range(start, end))
+        start = end
+    return batches
 
 
 def _stop_ids(model: Any, tokenizer: PreTrainedTokenizerBase) -> list[int]:
@@ -53,7 +124,8 @@ def _generate_batch(model: Any, tokenizer: PreTrainedTokenizerBase, texts: list[
 
 def generate(model: Any, tokenizer: PreTrainedTokenizerBase, prompts: list[list[dict[str, str]]], *,
              temperature: float, max_new_tokens: int, num_return_sequences: int = 1, batch_size: int = 8,
-             seed: int = 0, progress: GenerateProgress | None = None) -> list[list[str]]:
+             seed: int = 0, progress: GenerateProgress | None = None,
+             max_batch_tokens: int = MAX_BATCH_TOKENS) -> list[list[str]]:
     """Answers of a causal LM to chat prompts.
 
     Args:
@@ -63,19 +135,24 @@ def generate(model: Any, tokenizer: PreTrainedTokenizerBase, prompts: list[list[
         temperature: 0 for greedy decoding, else the sampling temperature.
         max_new_tokens: the most tokens generated per answer.
         num_return_sequences: answers per prompt (R).
-        batch_size: prompts per ``model.generate`` call (each yields R rows).
-        seed: the same seed, prompts and batch size give the same answers; the global RNG state is restored.
+        batch_size: prompts per ``model.generate`` call at most (each yields R rows).
+        seed: the same seed, prompts and batch sizes give the same answers; the global RNG state is restored.
         progress: called with (prompts done, prompts in all) after each batch.
+        max_batch_tokens: the most rows x (longest prompt + ``max_new_tokens``) tokens of one call.
 
     Returns:
         One list of R answers per prompt, in prompt order, each the decoded new tokens before the first eos.
 
     Raises:
-        ValueError: ``temperature < 0``, or ``max_new_tokens``, ``num_return_sequences`` or ``batch_size`` below 1.
+        ValueError: ``temperature < 0``, or ``max_new_tokens``, ``num_return_sequences``, ``batch_size`` or
+            ``max_batch_tokens`` below 1.
+        DataError: a prompt does not fit the model's positions with ``max_new_tokens`` (``too_long``; the
+            evaluations skip such items first).
     """
-    if temperature < 0 or min(max_new_tokens, num_return_sequences, batch_size) < 1:
+    if temperature < 0 or min(max_new_tokens, num_return_sequences, batch_size, max_batch_tokens) < 1:
         raise ValueError(f"generate: temperature={temperature} must be >= 0 and max_new_tokens={max_new_tokens}, "
-                         f"num_return_sequences={num_return_sequences}, batch_size={batch_size} must be >= 1")
+                         f"num_return_sequences={num_return_sequences}, batch_size={batch_size}, "
+                         f"max_batch_tokens={max_batch_tokens} must be >= 1")
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     options: dict[str, Any] = {"max_new_tokens": max_new_tokens, "num_return_sequences": num_return_sequences,
@@ -84,14 +161,21 @@ def generate(model: Any, tokenizer: PreTrainedTokenizerBase, prompts: list[list[
         options |= {"do_sample": True, "temperature": temperature, "top_p": 1.0, "top_k": 0}
     else:
         options |= {"do_sample": False}
-    texts = [str(tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True)) for p in prompts]
+    texts = _render(tokenizer, prompts)
+    lengths = [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]] if texts else []
+    limit = position_limit(model)
+    over = [i for i, n in enumerate(lengths) if limit is not None and n + max_new_tokens > limit]
+    if over:
+        raise DataError(f"generate: {len(over)} of {len(texts)} prompts do not fit the model's {limit} positions with "
+                        f"{max_new_tokens} new tokens (the longest has {max(lengths[i] for i in over)} tokens; first "
+                        f"at index {over[0]}); skip them first (evaluation.generate.too_long)")
     stops = _stop_ids(model, tokenizer)
     model.eval()
     answers: list[list[str]] = []
     with torch.random.fork_rng(devices=[]), torch.no_grad():
         torch.manual_seed(seed)
-        for start in range(0, len(texts), batch_size):
-            flat = _generate_batch(model, tokenizer, texts[start:start + batch_size], stops, options)
+        for batch in token_batches(lengths, batch_size, max_new_tokens, num_return_sequences, max_batch_tokens):
+            flat = _generate_batch(model, tokenizer, [texts[i] for i in batch], stops, options)
             answers += [flat[i:i + num_return_sequences] for i in range(0, len(flat), num_return_sequences)]
             if progress:
                 progress(len(answers), len(texts))

@@ -45,7 +45,7 @@ from hpcrl_core.evaluation.dgemm import (
     sample_kernels,
 )
 from hpcrl_core.evaluation.embeddings import plp_similarity
-from hpcrl_core.evaluation.generate import generate
+from hpcrl_core.evaluation.generate import fitting_records, generate
 from hpcrl_core.evaluation.items import read_eval_items
 from hpcrl_core.evaluation.metrics import (
     exact_match,
@@ -111,6 +111,10 @@ def _eval_qa(family: str, model: Any, tokenizer: PreTrainedTokenizerBase, data_d
         records = [r for f in RACE_FAMILIES for r in parts[f]]
     else:
         records = read_eval_items(data_dir, family, "eval.jsonl", limit, notes)
+    records = fitting_records(model, tokenizer, records, params.evaluate.qa_max_new_tokens, notes,
+                              f"{family}_too_long")
+    if family == "race":
+        parts = {f: [r for r in records if r.family == f] for f in RACE_FAMILIES}
     if not records:
         return None
     answers = _greedy(model, tokenizer, records, params, family, progress)

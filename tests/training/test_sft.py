@@ -53,7 +53,9 @@ def make_params(**sft: Any) -> Params:
                                 "warmup_ratio": 0.0, "seed": 7}
     return parse_params({
         "model": {"tiny": {"hidden_size": 32, "num_layers": 2, "num_heads": 4, "num_kv_heads": 2,
-                           "intermediate_size": 64, "max_position_embeddings": 512},
+                           # 2048: the DGEMM prompts take ~860 tokens of this small vocabulary, and generation
+                           # refuses a prompt that does not fit the positions with its new tokens
+                           "intermediate_size": 64, "max_position_embeddings": 2048},
                   "tokenizer": {"vocab_size": 512, "min_frequency": 2}},
         "sft": {**defaults, **sft},
     })

@@ -1,0 +1,64 @@
+"""Long inputs in generation (hpcrl_core/evaluation/generate.py): a prompt the model cannot take is found before any
+forward pass, skipped with a count by the evaluations, refused by ``generate``; batches are bounded by tokens.
+
+Run: pytest tests/evaluation/test_generate.py
+"""
+
+from __future__ import annotations
+
+import resource
+from dataclasses import dataclass
+
+import pytest
+
+from hpcrl_core.data.schema import messages
+from hpcrl_core.errors import DataError
+from hpcrl_core.evaluation.generate import (
+    fitting_records,
+    generate,
+    position_limit,
+    prompt_lengths,
+    token_batches,
+    too_long,
+)
+from hpcrl_core.models.tiny import build_tiny_model
+from tests.models import TINY, sample_tokenizer
+
+
+@dataclass
+class Item:
+    id: str
+    prompt: list[dict[str, str]]
+
+
+def test_batches_are_bounded_by_prompts_and_by_tokens() -> None:
+    assert token_batches([10, 10, 10, 10], 3, 10, 1, 10_000) == [range(0, 3), range(3, 4)]
+    # 2 x (10 + 10) = 40 fits 100; a third row of 500 would not, and 510 alone is above it: it goes alone
+    assert token_batches([10, 10, 500, 10], 4, 10, 1, 100) == [range(0, 2), range(2, 3), range(3, 4)]
+    assert token_batches([10, 10], 4, 10, 3, 100) == [range(0, 1), range(1, 2)]  # 3 rows a prompt: 2 x 3 x 20 > 100
+    assert token_batches([], 4, 10, 1, 100) == []
+
+
+def test_a_prompt_of_100k_tokens_is_skipped_not_run() -> None:
+    tokenizer = sample_tokenizer()
+    model = build_tiny_model(TINY, tokenizer, seed=3)
+    limit = position_limit(model)
+    assert limit == TINY.max_position_embeddings
+    huge = messages(None, "for (int i = 0; i < n; i++) a[i] = b[i] + c[i]; " * 6000)
+    assert prompt_lengths(tokenizer, [huge])[0] > 100_000
+    items = [Item("short-1", messages(None, "Does this loop race?")), Item("huge", huge),
+             Item("short-2", messages(None, "Hi"))]
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    assert too_long(model, tokenizer, [i.prompt for i in items], 8) == [1]
+    notes: dict[str, str] = {}
+    kept = fitting_records(model, tokenizer, items, 8, notes)
+    assert [i.id for i in kept] == ["short-1", "short-2"]
+    assert notes["too_long"].startswith(f"1 of 3 items skipped: prompt + 8 new tokens exceed the model's {limit}")
+    assert "(huge)" in notes["too_long"]
+    with pytest.raises(DataError, match=r"1 of 3 prompts do not fit the model's \d+ positions"):
+        generate(model, tokenizer, [i.prompt for i in items], temperature=0.0, max_new_tokens=8)
+    answers = generate(model, tokenizer, [i.prompt for i in kept], temperature=0.0, max_new_tokens=8)
+    assert len(answers) == 2
+    grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert grown_mib < 1024, f"peak memory grew by {grown_mib:.0f} MiB for a prompt that is never run"
+    assert fitting_records(model, tokenizer, kept, 8, notes := {}) == kept and notes == {}
