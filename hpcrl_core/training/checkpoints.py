@@ -87,6 +87,32 @@ def last_checkpoint(output_dir: Path) -> Path | None:
 LOG_HISTORY = "log_history.json"  # the trainer's per-step logs in a final folder, for the evaluation's plots
 
 
+def finished_state(checkpoint: Path | None, final: Path, max_steps: int) -> dict[str, Any] | None:
+    """The trainer state of a run that already reached ``max_steps``: ``checkpoint``'s ``trainer_state.json`` when its
+    ``global_step`` is at least ``max_steps`` and ``final`` holds the saved model (with ``final``'s
+    ``log_history.json`` as its log history when there is one); else None.
+
+    A finished run must not be resumed: the trainer takes one more step before it checks the budget, so a rerun of
+    a finished stage (DVC reruns every member of a matrix stage when the list of seeds grows) would train past it.
+    """
+    if checkpoint is None or not ((final / "config.json").is_file() or (final / "adapter_config.json").is_file()):
+        return None
+    state = dict(json.loads((checkpoint / TRAINER_STATE).read_text()))
+    if int(state.get("global_step", 0)) < max_steps:
+        return None
+    if (final / LOG_HISTORY).is_file():  # written after training: it also holds the run's closing train_loss
+        state["log_history"] = json.loads((final / LOG_HISTORY).read_text())
+    return state
+
+
+def last_logged(state: dict[str, Any], key: str) -> float:
+    """The last value of ``key`` in a trainer state's ``log_history`` (NaN when never logged)."""
+    values = [e[key] for e in state.get("log_history", []) if key in e]
+    return float(values[-1]) if values else float("nan")
+
+
+
+
 def save_policy(trainer: Any, folder: Path) -> None:
     """Save a trained policy for the next stage: the model (or adapter) and its tokenizer into ``folder``."""
     trainer.save_model(str(folder))

@@ -41,7 +41,13 @@ from hpcrl_core.data.schema import Record, read_jsonl
 from hpcrl_core.errors import ConfigError, DataError
 from hpcrl_core.files import write_text_atomic
 from hpcrl_core.models.saved import load_saved_policy
-from hpcrl_core.training.checkpoints import last_checkpoint, save_log_history, save_policy
+from hpcrl_core.training.checkpoints import (
+    finished_state,
+    last_checkpoint,
+    last_logged,
+    save_log_history,
+    save_policy,
+)
 from hpcrl_core.training.run_record import write_run_record
 from hpcrl_core.training.trl_options import check_passthrough, grpo_options
 
@@ -366,8 +372,14 @@ def run_hargo(params: Params, data_dir: Path, sft_dir: Path, output_dir: Path, r
     """
     resume = last_checkpoint(output_dir)
     trainer = build_hargo_trainer(params, data_dir, sft_dir, output_dir, report_to, method, seed, reward_funcs)
-    result = trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     final = output_dir / FINAL_DIR
+    done = finished_state(resume, final, trainer.args.max_steps)
+    if done is not None:  # reached its budget before: keep final as it is (resuming would train one more step)
+        ema = load_state(final, method) if method in ESTIMATORS else None
+        write_run_record(final, method=method, seed=seed, kind="online", start_dir=sft_dir, params=params)
+        return {"global_step": int(done["global_step"]), "train_loss": last_logged(done, "train_loss"),
+                "resumed_from": str(resume), "final_dir": str(final), "method": method, "seed": seed, "ema": ema}
+    result = trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     save_policy(trainer, final)
     trainer.save_extra(final)
     save_log_history(trainer, final)

@@ -32,7 +32,13 @@ from trl.experimental.cpo import CPOConfig, CPOTrainer
 from hpcrl_core.config import OfflineParams, Params, SimPOParams, load_params
 from hpcrl_core.errors import ConfigError
 from hpcrl_core.models.saved import load_saved_policy
-from hpcrl_core.training.checkpoints import last_checkpoint, save_log_history, save_policy
+from hpcrl_core.training.checkpoints import (
+    finished_state,
+    last_checkpoint,
+    last_logged,
+    save_log_history,
+    save_policy,
+)
 from hpcrl_core.training.pairs import load_pairs
 from hpcrl_core.training.run_record import read_pairs_card, write_run_record
 from hpcrl_core.training.sft_data import record_tokens
@@ -145,15 +151,22 @@ def run_offline(params: Params, pairs_path: Path, sft_dir: Path, output_dir: Pat
     """
     resume = last_checkpoint(output_dir)
     trainer = build_offline_trainer(params, pairs_path, sft_dir, output_dir, report_to, method, seed)
-    result = trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     final = output_dir / FINAL_DIR
+    pairs = len(trainer.train_dataset) // (2 if method == "kto" else 1)
+    done = finished_state(resume, final, trainer.args.max_steps)
+    if done is not None:  # reached its budget before: keep final as it is (resuming would train one more step)
+        write_run_record(final, method=method, seed=seed, kind="offline", start_dir=sft_dir, params=params,
+                         pairs=pairs_path)
+        return {"global_step": int(done["global_step"]), "train_loss": last_logged(done, "train_loss"),
+                "resumed_from": str(resume), "final_dir": str(final), "method": method, "seed": seed, "pairs": pairs}
+    result = trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     save_policy(trainer, final)
     save_log_history(trainer, final)
     write_run_record(final, method=method, seed=seed, kind="offline", start_dir=sft_dir, params=params,
                      pairs=pairs_path)
     return {"global_step": int(trainer.state.global_step), "train_loss": float(result.training_loss),
             "resumed_from": str(resume) if resume else None, "final_dir": str(final), "method": method,
-            "seed": seed, "pairs": len(trainer.train_dataset) // (2 if method == "kto" else 1)}
+            "seed": seed, "pairs": pairs}
 
 
 def main(argv: list[str]) -> None:

@@ -26,7 +26,13 @@ from hpcrl_core.config import ModelParams, Params, SFTParams, load_params
 from hpcrl_core.errors import ConfigError
 from hpcrl_core.models.build import load_policy
 from hpcrl_core.models.tokenizer import save_tokenizer
-from hpcrl_core.training.checkpoints import last_checkpoint, save_log_history, save_policy
+from hpcrl_core.training.checkpoints import (
+    finished_state,
+    last_checkpoint,
+    last_logged,
+    save_log_history,
+    save_policy,
+)
 from hpcrl_core.training.sft_data import check_max_length, load_sft_datasets
 from hpcrl_core.training.trl_options import check_passthrough, device_options
 
@@ -128,9 +134,13 @@ def run_sft(params: Params, data_dir: Path, output_dir: Path, report_to: list[st
     """
     resume = last_checkpoint(output_dir)
     trainer = build_sft_trainer(params, data_dir, output_dir, report_to)
+    final = output_dir / FINAL_DIR
+    done = finished_state(resume, final, trainer.args.max_steps)
+    if done is not None:  # reached its budget before: keep final as it is (resuming would train one more step)
+        return {"train_loss": last_logged(done, "train_loss"), "eval_loss": last_logged(done, "eval_loss"),
+                "global_step": int(done["global_step"]), "resumed_from": str(resume), "final_dir": str(final)}
     result = trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     eval_loss = trainer.evaluate()["eval_loss"] if trainer.eval_dataset is not None else math.nan
-    final = output_dir / FINAL_DIR
     save_policy(trainer, final)
     save_log_history(trainer, final)
     return {"train_loss": float(result.training_loss), "eval_loss": float(eval_loss),

@@ -198,6 +198,11 @@ def test_a_run_saves_and_resume_restores_the_ema(inputs: tuple[Path, Path], tmp_
                                                                                    model_hash(sft))
     assert record["rewards"]["reward"] == "hpc_tasks" and "rewards/tasks.py" in record["rewards"]["sources"]
 
+    weights = (out / "final" / "model.safetensors").read_bytes()
+    again = run_hargo(hargo_params(), data, sft, out, [], "hargo", 1, reward_funcs=[varied_reward])
+    assert again["global_step"] == 2 and again["ema"] == pytest.approx(first["ema"])  # finished: not one step more
+    assert not (out / "checkpoint-3").exists() and (out / "final" / "model.safetensors").read_bytes() == weights
+
     seen: list[float | None] = []
     real = hargo_mod.ADVANTAGES.get("hargo")
 

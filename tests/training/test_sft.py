@@ -135,6 +135,9 @@ def test_run_resumes_from_last_checkpoint(data_dir: Path, tmp_path: Path) -> Non
     assert math.isfinite(first["train_loss"]) and math.isfinite(first["eval_loss"])
     assert (out / "final" / "config.json").is_file() and (out / "final" / "tokenizer_config.json").is_file()
     assert last_checkpoint(out) == out / "checkpoint-4"
+    same = run_sft(make_params(max_steps=4, save_steps=2, eval_steps=2), data_dir, out, report_to=[])
+    assert same["global_step"] == 4 and same["train_loss"] == pytest.approx(first["train_loss"])
+    assert last_checkpoint(out) == out / "checkpoint-4"  # a finished run is not resumed: no step 5
 
     # Mark the saved state: only a run that loads checkpoint-4's trainer state carries the marker forward.
     state_path = out / "checkpoint-4" / "trainer_state.json"
