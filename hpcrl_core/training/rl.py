@@ -46,7 +46,13 @@ from hpcrl_core.models.saved import load_saved_policy
 from hpcrl_core.rewards import RewardContext, get_reward
 from hpcrl_core.rewards.dgemm import violates
 from hpcrl_core.rewards.ladder import needs_reference
-from hpcrl_core.training.checkpoints import last_checkpoint, save_log_history, save_policy
+from hpcrl_core.training.checkpoints import (
+    finished_state,
+    last_checkpoint,
+    last_logged,
+    save_log_history,
+    save_policy,
+)
 from hpcrl_core.training.trl_options import check_passthrough, grpo_options, trl_version
 
 SQD_STATE = STATE_FILE
@@ -216,6 +222,15 @@ def run_rl(params: Params, data_dir: Path, sft_dir: Path, output_dir: Path, repo
     """
     resume = last_checkpoint(output_dir)
     run = build_rl_trainer(params, data_dir, sft_dir, output_dir, report_to, settings)
+    final = output_dir / FINAL_DIR
+    done = finished_state(resume, final, run.trainer.args.max_steps)
+    if done is not None:  # reached its budget before: keep final as it is (resuming would train one more step)
+        run.close()
+        run.rollouts.curriculum.load(final / SQD_STATE)
+        archive = QDArchive.load(final / ARCHIVE, problem_ids=run.rollouts.curriculum.problem_ids)
+        return {"global_step": int(done["global_step"]), "train_loss": last_logged(done, "train_loss"),
+                "resumed_from": str(resume), "final_dir": str(final), "promotions": 0,
+                **run.rollouts.curriculum.stats(), **archive.stats()}
     try:
         if resume is not None:
             run.rollouts.curriculum.load(resume / SQD_STATE)
@@ -223,7 +238,6 @@ def run_rl(params: Params, data_dir: Path, sft_dir: Path, output_dir: Path, repo
         result = run.trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     finally:
         run.close()
-    final = output_dir / FINAL_DIR
     save_policy(run.trainer, final)
     run.rollouts.curriculum.save(final / SQD_STATE)
     run.rollouts.archive.save(final / ARCHIVE)

@@ -101,6 +101,9 @@ def test_grpo_run_saves_and_resumes_curriculum_and_archive(setup: tuple[Path, Pa
     assert any("reward/status/format_violation" in e for e in history)
     assert (out / "final" / "qd_archive.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert state  # the curriculum state is saved with the checkpoint
+    same = run_rl(rl_params(), data, sft, out, report_to=[], settings=bench_dirs)
+    assert same["global_step"] == 2 and not (out / "checkpoint-3").exists()  # finished: not resumed
+    assert same["sqd/stage_0"] == 2 and same["promotions"] == 0
 
     second = run_rl(rl_params(max_steps=4), data, sft, out, report_to=[], settings=bench_dirs)
     assert second["resumed_from"] == str(out / "checkpoint-2") and second["global_step"] == 4
