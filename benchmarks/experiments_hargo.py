@@ -267,15 +267,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--no-write", action="store_true", help="print the section; leave docs/experiments.md alone")
     a = ap.parse_args(argv)
     command = "benchmarks/experiments_hargo.py " + " ".join(shlex.quote(x) for x in (argv or sys.argv[1:]))
+    code = ROOT  # the checkout whose code made the figures
     if a.report:
         report_path, seconds, data_dir = Path(a.report), None, Path(a.report).resolve().parents[1] / "data"
     else:
         workdir = Path(a.workdir or ROOT / "experiments" / "hargo" / a.split).resolve()
         prepare_workdir(workdir, overrides(a.seeds, a.split, a.model, json.loads(a.set)))
         seconds = run_pipeline(workdir)
-        report_path, data_dir = workdir / "reports" / "eval_hargo.json", workdir / "data"
+        report_path, data_dir, code = workdir / "reports" / "eval_hargo.json", workdir / "data", workdir
     report = json.loads(report_path.read_text())
-    text = section(report, command=command, seconds=seconds, commit=git_commit(ROOT)[:7], data_dir=data_dir)
+    text = section(report, command=command, seconds=seconds, commit=git_commit(code)[:7], data_dir=data_dir)
     print(text)
     if not a.no_write:
         write_section(DOC, MARKER, text, "## The HARGO table", "# Experiments")
