@@ -9,11 +9,11 @@ Test: ``pytest tests/test_config.py``.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
-from hpcrl_core.config.base import FAMILIES, Section, distinct_seeds
+from hpcrl_core.config.base import FAMILIES, Section, Seeds
 from hpcrl_core.config.model import LrScheduler, SFTParams, TinyModelParams
 
 TASK_FAMILIES: tuple[str, ...] = tuple(f for f in FAMILIES if f != "dgemm")
@@ -30,6 +30,10 @@ def task_families(v: tuple[str, ...]) -> tuple[str, ...]:
         raise ValueError(f"families must name task families among {', '.join(TASK_FAMILIES)}, each once; "
                          f"got {list(v)}")
     return v
+
+
+# a field of task families: checked by task_families wherever it is declared
+TaskFamilies = Annotated[tuple[str, ...], AfterValidator(task_families)]
 
 
 class SFTHargoParams(SFTParams):
@@ -55,24 +59,14 @@ class HpcGptParams(Section):
     trains at (a 7B fine-tune's 2e-5 would leave it at its initialisation). Everything not set here (max_length, eval
     and save cadence) is ``sft_hargo``'s. One run per seed of ``seeds``."""
 
-    seeds: tuple[int, ...] = (1,)  # make hargo: one; (1, 2, 3): the 3-seed table
+    seeds: Seeds = (1,)  # make hargo: one; (1, 2, 3): the 3-seed table
     epochs: int = Field(3, ge=1, le=1000)  # the budget: passes over the train records (max_steps follows)
-    families: tuple[str, ...] = TASK_FAMILIES
+    families: TaskFamilies = TASK_FAMILIES
     learning_rate: float = Field(1e-3, gt=0, le=1)
     lr_scheduler_type: LrScheduler = "cosine"
     warmup_ratio: float = Field(0.03, ge=0, lt=1)
     weight_decay: float = Field(0.0, ge=0, le=1)
     per_device_train_batch_size: int = Field(8, ge=1, le=4096)
-
-    @field_validator("seeds")
-    @classmethod
-    def _some_seeds(cls, v: tuple[int, ...]) -> tuple[int, ...]:
-        return distinct_seeds(v)
-
-    @field_validator("families")
-    @classmethod
-    def _task_families(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        return task_families(v)
 
 
 class TaskRewardParams(Section):
@@ -113,7 +107,7 @@ class RLHargoParams(Section):
 
     estimator: str = "hargo"  # the method of a single run; the comparison runs each of ``methods``
     methods: tuple[str, ...] = ONLINE_METHODS
-    seeds: tuple[int, ...] = (1,)  # make hargo: one seed per method (under an hour); (1, 2, 3): the 3-seed table
+    seeds: Seeds = (1,)  # make hargo: one seed per method (under an hour); (1, 2, 3): the 3-seed table
     # which split RL asks: "rl" (data/<family>/rl.jsonl: prompts SFT never trained on, see prepare.*.rl_phrasings,
     # prepare.race.rl_pairs, prepare.rl_fraction) or "train" (SFT's own items, which a start point may have memorised:
     # equal answers in a group give GRPO-family methods no advantage)
@@ -130,7 +124,7 @@ class RLHargoParams(Section):
     temperature: float = Field(0.6, gt=0, le=5)  # the paper's sampling temperature
     beta: float = Field(0.02, gt=0, le=100)  # KL to the frozen SFT model; > 0: HARGO's confidence needs its log-probs
     max_completion_length: int = Field(128, ge=8, le=1_048_576)
-    families: tuple[str, ...] = TASK_FAMILIES
+    families: TaskFamilies = TASK_FAMILIES
     max_items_per_family: int = Field(100_000, ge=1, le=10_000_000)  # train prompts drawn per family
     save_steps: int = Field(25, ge=1, le=10_000_000)
     save_total_limit: int = Field(2, ge=1, le=1000)
@@ -153,16 +147,6 @@ class RLHargoParams(Section):
             raise ValueError(f"methods must name online methods among {', '.join(ONLINE_METHODS)}, each once; "
                              f"got {list(v)}")
         return v
-
-    @field_validator("seeds")
-    @classmethod
-    def _some_seeds(cls, v: tuple[int, ...]) -> tuple[int, ...]:
-        return distinct_seeds(v)
-
-    @field_validator("families")
-    @classmethod
-    def _task_families(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        return task_families(v)
 
     @model_validator(mode="after")
     def _groups(self) -> RLHargoParams:

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from hpcrl_core.config.base import Section, distinct_seeds
+from hpcrl_core.config.base import Section, Seeds
 from hpcrl_core.config.model import LrScheduler
 from hpcrl_core.errors import ConfigError
 
@@ -58,7 +58,7 @@ class OfflineParams(Section):
     HARGO SFT start on ``preferences/pairs.jsonl``, with the shared budget below and each method's own section."""
 
     methods: tuple[str, ...] = OFFLINE_METHODS
-    seeds: tuple[int, ...] = (1,)  # make hargo: one seed per method (under an hour); (1, 2, 3): the 3-seed table
+    seeds: Seeds = (1,)  # make hargo: one seed per method (under an hour); (1, 2, 3): the 3-seed table
     max_steps: int = Field(100, ge=1, le=10_000_000)  # as rl_hargo
     learning_rate: float = Field(2e-5, gt=0, le=1)  # as rl_hargo
     lr_scheduler_type: LrScheduler = "constant"
@@ -80,11 +80,6 @@ class OfflineParams(Section):
             raise ValueError(f"methods must name offline methods among {', '.join(OFFLINE_METHODS)}, each once; "
                              f"got {list(v)}")
         return v
-
-    @field_validator("seeds")
-    @classmethod
-    def _some_seeds(cls, v: tuple[int, ...]) -> tuple[int, ...]:
-        return distinct_seeds(v)
 
     def method(self, name: str) -> OfflineMethodParams:
         """The section of method ``name`` (``dpo``, ``kto``, ``simpo``).
