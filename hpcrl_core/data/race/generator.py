@@ -41,11 +41,12 @@ from hpcrl_core.errors import DataError
 
 SYSTEM = "You are an expert in parallel programming with OpenMP in C, C++ and Fortran."
 QUESTION = "Does the following OpenMP program contain a data race? Answer yes or no, then explain briefly."
-SOURCE = "synthetic:race@2"  # @2: minimal pairs (@1 drew every item from its own seed)
+SOURCE = "synthetic:race@3"  # @3: 14 patterns (@2: 8; @1 drew every item from its own seed)
 FAMILIES = {"c": "race_c", "fortran": "race_fortran"}
 FENCES = {"c": "c", "fortran": "fortran"}
 PATTERNS = ("missing_private", "missing_reduction", "loop_carried", "missing_barrier", "missing_taskwait",
-            "simd_dependence", "indirect_access", "missing_atomic")
+            "simd_dependence", "indirect_access", "missing_atomic", "nested_dependence", "sections", "locks",
+            "task_depend", "offload", "function_state")
 
 def race_question(code: str, fence: str) -> str:
     """The user message for one program; ``fence`` is the code block's language tag (c, cpp, fortran)."""

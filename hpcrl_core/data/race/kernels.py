@@ -319,8 +319,255 @@ def _k_atomic(p: Program, race: bool) -> tuple[list[str], str]:
     return p.par_for("", p.loop(body)), yes if race else no
 
 
+def _k_nested(p: Program, race: bool) -> tuple[list[str], str]:
+    """A 2-D stencil in nested loops: the dependence is carried by a parallel loop (race) or only by a sequential one.
+
+    Shapes: the outer loop parallel (the inner one sequential), the inner loop parallel inside a sequential outer
+    loop, or both through collapse(2). C arrays are row-major ``a[row][col]``, Fortran ones ``a(row, col)`` with the
+    column loop outside, as each language's code is written."""
+    r = p.rng
+    p.n_val = r.choice((16, 32, 50, 64, 100, 128))
+    a, b = p.mat(), p.mat()
+    row, col = p.i, p.j
+    outer, inner = (row, col) if p.c else (col, row)
+    shape = r.choice(("outer", "inner", "collapse"))
+    parallel = {"outer": {outer}, "inner": {inner}, "collapse": {outer, inner}}[shape]
+    d = r.choice((1, 1, 2))
+    carried: str | None = None  # the loop variable that carries the dependence, None for no dependence
+    if race:
+        carried = r.choice(sorted(parallel))
+    elif shape != "collapse":
+        carried = r.choice(sorted({outer, inner} - parallel))
+    subs = {row: row, col: col}
+    if carried:
+        subs[carried] = f"{carried}{p.sp}-{p.sp}{d}"
+    stmt = p.st(f"{p.ref2(a, row, col)} = {p.ref2(a, subs[row], subs[col])} + {p.ref2(b, row, col)}")
+    lows = {v: (str(d) if p.c else str(d + 1)) if v == carried else None for v in (outer, inner)}
+    if shape == "inner":
+        body = p.par_for("", p.loop([stmt], lo=lows[inner], var=inner))
+        kernel = p.loop(body, lo=lows[outer], var=outer)
+    else:
+        declared = p.c and p.in_for
+        clause = " collapse(2)" if shape == "collapse" else f" private({inner})" if p.c and not declared else ""
+        kernel = p.par_for(clause, p.loop(p.loop([stmt], lo=lows[inner], var=inner), lo=lows[outer], var=outer))
+    if carried and race:
+        why = (f"`{a}` has a dependence carried by the parallel loop over `{carried}`: the element read as "
+               f"`{p.ref2(a, subs[row], subs[col])}` is written by another iteration of `{carried}`, which may run "
+               "at the same time on another thread")
+    elif carried:
+        other = next(iter(parallel))
+        why = (f"`{a}` depends only on elements of earlier iterations of the sequential loop over `{carried}`; the "
+               f"parallel loop over `{other}` gives each thread its own elements")
+    else:
+        why = f"`{a}` is only accessed at its own element in every iteration of the collapsed loops"
+    return kernel, why
+
+
+def _k_sections(p: Program, race: bool) -> tuple[list[str], str]:
+    """Two sections of a parallel sections construct that write (or read) one shared variable, or separate ones, or
+    update it under critical."""
+    r = p.rng
+    a = p.arr()
+    v, w = p.scalar("acc"), p.scalar("acc")
+    i = p.i
+    declared = p.c and p.in_for
+    mode = r.choice(("write_write", "write_read")) if race else r.choice(("disjoint", "disjoint", "critical"))
+    first = p.loop([p.st(f"{v} = {v} + {p.ref(a, i)}")], hi=None)
+    k = r.randint(2, 5)
+    if mode == "write_write":
+        second = [p.st(f"{v} = {p.ref(a, p.first())} * {k}")]
+    elif mode == "write_read":
+        second = [p.st(f"{w} = {v} + {k}")]
+    elif mode == "disjoint":
+        second = p.loop([p.st(f"{w} = {w} + {p.ref(a, i)} * {k}")])
+    else:
+        first = p.loop(p.block("critical", [p.st(f"{v} = {v} + {p.ref(a, i)}")]))
+        second = p.block("critical", [p.st(f"{v} = {v} + {k}")])
+    clause = f" private({i})" if p.c and not declared else ""
+    parts = ([*p.block("section", first), *p.block("section", second)] if p.c else  # Fortran: no end section
+             [p.omp("section"), *indent(first), p.omp("section"), *indent(second)])
+    if p.c:
+        region = [p.omp(f"parallel sections{clause}"), "{", *indent(parts), "}"]
+    else:
+        region = [p.omp("parallel sections"), *indent(parts), p.omp("end parallel sections")]
+    p.shown += [v, w]
+    why = {"write_write": f"`{v}` is written in both sections, which run at the same time on different threads",
+           "write_read": f"`{v}` is written in one section and read into `{w}` in the other, and the sections run "
+                         "concurrently with no ordering between them",
+           "disjoint": f"each section writes its own variable (`{v}` and `{w}`) and the array `{a}` is only read, so "
+                       "the sections share nothing they write",
+           "critical": f"both sections update `{v}` only inside critical regions, which exclude each other"}
+    return region, why[mode]
+
+
+def _k_lock(p: Program, race: bool) -> tuple[list[str], str]:
+    """A shared accumulator updated in a parallel loop with OpenMP locks held around the update, or not always."""
+    r = p.rng
+    p.need_omp = True
+    lk = p.name("lock")
+    a = p.arr()
+    v = p.scalar("acc")
+    ai = p.ref(a, p.i)
+    nest = not race and r.random() < 0.3
+    kind = "nest_lock" if nest else "lock"
+    p.decls.append(f"omp_{kind}_t {lk};" if p.c else f"integer(kind=omp_{kind}_kind) :: {lk}")
+
+    def call(routine: str) -> str:
+        return f"omp_{routine}(&{lk});" if p.c else f"call omp_{routine}({lk})"
+
+    update = p.st(r.choice((f"{v} += {ai}", f"{v} = {v} + {ai}")) if p.c else f"{v} = {v} + {ai}")
+    mode = r.choice(("after", "branch")) if race else ("nested" if nest else r.choice(("held", "test")))
+    set_, unset = call(f"set_{kind}"), call(f"unset_{kind}")
+    if mode == "after":
+        body = [set_, unset, update]
+    elif mode == "branch":
+        even = f"{p.i} % 2 == 0" if p.c else f"mod({p.i}, 2) == 0"
+        body = ([f"if ({even}) {{", *indent([set_, update, unset]), "} else {", *indent([update]), "}"] if p.c else
+                [f"if ({even}) then", *indent([set_, update, unset]), "else", *indent([update]), "end if"])
+    elif mode == "test":
+        spin = ([f"while (!omp_test_lock(&{lk})) {{", "}"] if p.c else
+                [f"do while (.not. omp_test_lock({lk}))", "end do"])
+        body = [*spin, update, unset]
+    elif mode == "nested":
+        body = [set_, set_, update, unset, unset]
+    else:
+        body = [set_, update, unset]
+    kernel = [call(f"init_{kind}"), *p.par_for("", p.loop(body)), call(f"destroy_{kind}")]
+    p.shown.append(v)
+    why = {"after": f"`{v}` is updated after `{lk}` is released, so threads update it concurrently",
+           "branch": f"`{v}` is updated under `{lk}` only in even iterations; the odd ones update it without the "
+                     "lock, at the same time as other threads",
+           "held": f"every update of `{v}` happens while `{lk}` is held, so the updates exclude each other",
+           "test": f"every update of `{v}` happens after omp_test_lock has acquired `{lk}` and before it is released",
+           "nested": f"every update of `{v}` happens while the nestable lock `{lk}` is held, so the updates exclude "
+                     "each other"}
+    return kernel, why[mode]
+
+
+def _k_task_depend(p: Program, race: bool) -> tuple[list[str], str]:
+    """Sibling tasks ordered (or not) by depend clauses: one writes a shared scalar that the others read."""
+    r = p.rng
+    a = p.arr()
+    x, y = p.scalar("task"), p.scalar("task")
+    z = p.scalar("task") if r.random() < 0.4 else None
+    mode = r.choice(("no_depend", "both_in", "writer_only")) if race else r.choice(("out_in", "inout_in", "out_inout"))
+    w_dep, r_dep = {"no_depend": ("", ""), "both_in": ("in", "in"), "writer_only": ("out", ""),
+                    "out_in": ("out", "in"), "inout_in": ("inout", "in"), "out_inout": ("out", "inout")}[mode]
+
+    def task(dep: str, var: str, stmt: str) -> list[str]:
+        return p.block(f"task depend({dep}: {var})" if dep else "task", [p.st(stmt)], end="end task")
+
+    tasks = task(w_dep, x, f"{x} = {p.ref(a, p.first())} * 2 + 1")
+    tasks += task(r_dep, x, f"{y} = {x} + {r.randint(1, 9)}")
+    if z:
+        tasks += task("in" if r_dep else "", x, f"{z} = {x} * {r.randint(2, 4)}")
+        p.shown.append(z)
+    region = p.block("parallel", p.block("single", [*tasks, *([p.omp("taskwait")] * (r.random() < 0.5))]))
+    p.shown += [x, y]
+    why = {"no_depend": f"`{x}` is written by one task and read by another, and no depend clause orders the two "
+                        "tasks, so they can run at the same time",
+           "both_in": f"`{x}` is written by a task that declares only depend(in: {x}), and in dependences do not "
+                      "order tasks among themselves, so the writer and the reader can run at the same time",
+           "writer_only": f"`{x}` is written by a task with depend(out: {x}), but the task reading it declares no "
+                          "dependence, so nothing makes it wait for the writer",
+           "out_in": f"`{x}` is written by a task with depend(out: {x}) and read by tasks with depend(in: {x}), so "
+                     "every reader waits for the writer",
+           "inout_in": f"`{x}` is written by a task with depend(inout: {x}) and read by tasks with depend(in: {x}), "
+                       "so every reader waits for the writer",
+           "out_inout": f"`{x}` is written by a task with depend(out: {x}) and the reading task declares "
+                        f"depend(inout: {x}), so it runs only after the writer"}
+    return region, why[mode]
+
+
+def _k_offload(p: Program, race: bool) -> tuple[list[str], str]:
+    """A loop offloaded with target teams distribute parallel for / do: a sum with or without a reduction clause,
+    or a loop with or without a loop-carried dependence. Without a device it runs on the host."""
+    r = p.rng
+    kind = "sum" if r.random() < 0.5 else "carried"
+
+    def sec(x: str) -> str:
+        return f"{x}[0:{p.size}]" if p.c else x
+
+    if kind == "sum":
+        a = p.arr()
+        v = p.scalar("acc")
+        body = [p.st(r.choice((f"{v} += {p.ref(a, p.i)}", f"{v} = {v} + {p.ref(a, p.i)}")) if p.c else
+                     f"{v} = {v} + {p.ref(a, p.i)}")]
+        maps = f" map(to: {sec(a)}) map(tofrom: {v})" + ("" if race else f" reduction(+:{v})")
+        p.shown.append(v)
+        why = (f"every iteration, across teams and threads, updates `{v}` without a reduction clause, so concurrent "
+               f"updates of the mapped `{v}` are lost") if race else \
+              (f"`{v}` is combined through reduction(+:{v}) across the teams and threads of the target region")
+        lo = hi = None
+    else:
+        dep = r.choice(("flow", "anti", "back") if race else ("other", "same"))
+        lo, hi, stmt, why = _dependence(p, dep, r.choice((1, 1, 2)), "another team or thread")
+        body = [p.st(stmt)]
+        written, read = (p.arrays[-1], p.arrays[-3:-1]) if dep == "other" else (p.arrays[-2], p.arrays[-1:])
+        maps = f" map(tofrom: {sec(written)}) map(to: {', '.join(sec(x) for x in read)})"
+        why = f"in the target region, {why}"
+    directive = f"target teams distribute parallel {'for' if p.c else 'do'}{maps}"
+    loop = p.loop(body, lo, hi)
+    end = [p.omp("end target teams distribute parallel do")] if not p.c else []
+    return [p.omp(directive), *loop, *end], why
+
+
+def _k_function_state(p: Program, race: bool) -> tuple[list[str], str]:
+    """A parallel loop calls a helper function that keeps state across calls (a static / SAVE local, or a shared
+    outer variable) or uses only its arguments and automatic locals."""
+    r = p.rng
+    fn, st = p.name("helper"), p.name("state")
+    a, b = p.arr(), p.arr()
+    ty, k = p.ty, r.randint(2, 5)
+    mode = r.choice(("static_local", "shared_outer")) if race else r.choice(("local", "local", "pointer"))
+    x = p.name("tmp")
+    if p.c:
+        if mode == "static_local":
+            p.helpers += [f"static {ty} {fn}({ty} {x}) {{", f"    static {ty} {st} = 0;", f"    {st} = {st} + {x};",
+                          f"    return {st} * {k};", "}"]
+        elif mode == "shared_outer":
+            p.globals.append(f"static {ty} {st};")
+            p.helpers += [f"static {ty} {fn}({ty} {x}) {{", f"    {st} = {x} * {k};", f"    return {st} + 1;", "}"]
+        elif mode == "local":
+            p.helpers += [f"static {ty} {fn}({ty} {x}) {{", f"    {ty} {st} = {x} * {k};", f"    return {st} + 1;",
+                          "}"]
+        else:
+            p.helpers += [f"static void {fn}({ty} *{st}, {ty} {x}) {{", f"    *{st} = {x} * {k} + 1;", "}"]
+        call = (f"{fn}(&{p.ref(b, p.i)}, {p.ref(a, p.i)});" if mode == "pointer" else
+                f"{p.ref(b, p.i)} = {fn}({p.ref(a, p.i)});")
+    else:
+        if mode == "shared_outer":
+            p.scalars.append((st, ty))
+        res = p.name("tmp")
+        if mode == "pointer":
+            p.helpers += [f"subroutine {fn}({res}, {x})", f"    {ty}, intent(out) :: {res}",
+                          f"    {ty}, intent(in) :: {x}", f"    {res} = {x} * {k} + 1", f"end subroutine {fn}"]
+            call = f"call {fn}({p.ref(b, p.i)}, {p.ref(a, p.i)})"
+        else:
+            own = {"static_local": [r.choice((f"    {ty}, save :: {st} = 0", f"    {ty} :: {st} = 0"))],
+                   "shared_outer": [], "local": [f"    {ty} :: {st}"]}[mode]
+            value = f"{st} + {x}" if mode == "static_local" else f"{x} * {k}"
+            p.helpers += [f"function {fn}({x}) result({res})", f"    {ty}, intent(in) :: {x}", f"    {ty} :: {res}",
+                          *own, f"    {st} = {value}", f"    {res} = {st} + 1", f"end function {fn}"]
+            call = f"{p.ref(b, p.i)} = {fn}({p.ref(a, p.i)})"
+    p.summed.append(b)
+    if mode == "shared_outer":
+        p.shown.append(st)  # read after the loop, so the compiler keeps every store to it
+    why = {"static_local": f"`{st}` in `{fn}` keeps its value between calls (static storage), so the threads calling "
+                           f"`{fn}` at the same time update the same `{st}`",
+           "shared_outer": f"`{fn}` writes `{st}`, which lives outside the function and is shared, so concurrent "
+                           "calls from the parallel loop write it at the same time",
+           "local": f"`{st}` is an automatic local of `{fn}`, so each call has its own copy, and each iteration "
+                    f"writes its own element of `{b}`",
+           "pointer": f"`{fn}` writes only through its argument, which is a different element of `{b}` in every "
+                      "iteration"}
+    return p.par_for("", p.loop([call])), why[mode]
+
+
 KERNELS: dict[str, Kernel] = {
     "missing_private": _k_private, "missing_reduction": _k_reduction, "loop_carried": _k_carried,
     "missing_barrier": _k_barrier, "missing_taskwait": _k_taskwait, "simd_dependence": _k_simd,
-    "indirect_access": _k_indirect, "missing_atomic": _k_atomic,
+    "indirect_access": _k_indirect, "missing_atomic": _k_atomic, "nested_dependence": _k_nested,
+    "sections": _k_sections, "locks": _k_lock, "task_depend": _k_task_depend, "offload": _k_offload,
+    "function_state": _k_function_state,
 }

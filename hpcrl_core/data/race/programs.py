@@ -36,6 +36,11 @@ _POOLS: dict[str, tuple[str, ...]] = {
     "fn": ("fill", "init_value", "start_value", "make_value", "gen_value"),
     "prog": ("main_prog", "compute", "kernel", "loops", "driver", "demo", "calc"),
     "chk": ("chk", "checksum", "cs", "digest", "verify"),
+    "mat": ("m", "mat", "grid2", "field", "tile", "plane", "img", "q", "r2", "k2"),
+    "col": ("j", "jj", "col", "jx", "kk2", "m2"),
+    "lock": ("lck", "lock", "mtx", "guard", "mutex", "writelock"),
+    "helper": ("update", "step", "apply", "transform", "evaluate", "combine", "advance", "compute_one", "next_value"),
+    "state": ("calls", "hold", "last", "prev", "memo", "saved", "state"),
 }
 _INIT_NOTES = ("initialise the inputs", "fill the input arrays", "set up the data")
 _WORK_NOTES = ("main computation", "compute", "work loop", "the kernel")
@@ -66,6 +71,12 @@ class Program:
         self.top_ints: list[str] = []                        # loop indices declared at the top
         self.shown: list[str] = []                           # expressions printed at the end
         self.summed: list[str] = []                          # arrays folded into the printed output
+        self.mats: list[str] = []                            # n x n arrays of the element type, filled by the init
+        self.j = ""                                          # the init loop's column index, once a matrix exists
+        self.need_omp = False                                # the kernel calls the OpenMP runtime (omp.h / omp_lib)
+        self.decls: list[str] = []                           # further declarations at the top of main / program
+        self.helpers: list[str] = []                         # C: functions before main; Fortran: after contains
+        self.globals: list[str] = []                         # C only: file-scope declarations
 
     @property
     def size(self) -> str:
@@ -86,6 +97,23 @@ class Program:
 
     def ref(self, a: str, idx: str) -> str:
         return f"{a}[{idx}]" if self.c else f"{a}({idx})"
+
+    def mat(self) -> str:
+        """A new n x n array; ``ref2`` addresses it (flattened row-major when malloc'd in C)."""
+        if not self.j:
+            self.j = self.name("col")
+        self.mats.append(self.name("mat"))
+        return self.mats[-1]
+
+    def ref2(self, a: str, row: str, col: str) -> str:
+        """Element (row, col) of matrix ``a``: ``a[row][col]``, ``a[(row) * n + col]`` when malloc'd (C), or
+        ``a(row, col)`` (Fortran)."""
+        if not self.c:
+            return f"{a}({row}, {col})"
+        if self.heap:
+            r = row if row.isidentifier() or row.isdigit() else f"({row})"
+            return f"{a}[{r} * {self.size} + {col}]"
+        return f"{a}[{row}][{col}]"
 
     def off(self, op: str, d: int) -> str:
         return f"{self.i}{self.sp}{op}{self.sp}{d}"
@@ -157,8 +185,20 @@ class Program:
     def _prelude(self, fn: str | None, omp_lib: bool) -> list[str]:
         """Init loop and harmless extras: values depend on the index only, so every run starts the same."""
         out = self._note(_INIT_NOTES)
-        out += self.loop([self.st(f"{self.ref(a, self.i)} = {self._fill(fn, k)}") for k, a in enumerate(self.arrays)])
-        if self.rng.random() < 0.25:
+        if self.arrays:
+            out += self.loop([self.st(f"{self.ref(a, self.i)} = {self._fill(fn, k)}")
+                              for k, a in enumerate(self.arrays)])
+        if self.mats:
+            i, j = self.i, self.j
+            fills = []
+            for k, m in enumerate(self.mats):
+                mod = self.rng.choice((5, 7, 9))
+                value = f"({i} + {k + 2} * {j}) % {mod} + 1" if self.c else f"mod({i} + {k + 2} * {j}, {mod}) + 1"
+                fills.append(self.st(f"{self.ref2(m, i, j)} = {value}"))
+            # Fortran walks a column per inner loop (column-major), C a row
+            outer, inner = (i, j) if self.c else (j, i)
+            out += self.loop(self.loop(fills, var=inner), var=outer)
+        if self.rng.random() < 0.25 and self.arrays:
             a = self.ref(self.arrays[0], self.i)
             out += self.loop([self.st(f"{a} = {a} * 2")])
         if omp_lib and self.rng.random() < 0.5:
@@ -174,6 +214,7 @@ class Program:
             exprs.insert(0, chk)
         else:
             exprs += [self.ref(a, self.rng.choice((self.first(), self.last()))) for a in self.summed]
+        exprs += [self.ref2(m, self.last(), self.last()) for m in self.mats]
         if self.c:
             fmt = " ".join(["%g"] * len(exprs))
             return [*lines, f'printf("{fmt}\\n", {", ".join(f"(double){e}" for e in exprs)});']
@@ -183,10 +224,16 @@ class Program:
         n, ty = self.size, self.ty
         if self.heap:
             out = [f"{ty} *{a} = malloc({n} * sizeof *{a});" for a in self.arrays]
+        elif not self.arrays:
+            out = []
         elif self.rng.random() < 0.5:
             out = [f"{ty} {', '.join(f'{a}[{n}]' for a in self.arrays)};"]
         else:
             out = [f"{ty} {a}[{n}];" for a in self.arrays]
+        if self.heap:
+            out += [f"{ty} *{m} = malloc({n} * {n} * sizeof *{m});" for m in self.mats]
+        else:
+            out += [f"{ty} {m}[{n}][{n}];" for m in self.mats]
         for name, length, vals in self.int_arrays:
             if vals is None:
                 out.append(f"int *{name} = malloc({n} * sizeof *{name});" if self.heap else f"int {name}[{n}];")
@@ -196,40 +243,50 @@ class Program:
 
     def _render_c(self, kernel: list[str]) -> list[str]:
         r = self.rng
-        fn, omp_lib = (self.name("fn") if r.random() < 0.3 else None), r.random() < 0.3
+        fn = self.name("fn") if r.random() < 0.3 and self.arrays else None
+        omp_lib = r.random() < 0.3 or self.need_omp
         body = [*self._prelude(fn, omp_lib), *kernel, "", *self._report()]
-        glob = not self.heap and r.random() < 0.3
+        glob = not self.heap and (r.random() < 0.3 or bool(self.mats) and self.n_val > 64)
         arrays = self._c_arrays()
         head = ["#include <stdio.h>", *(["#include <stdlib.h>"] * self.heap), *(["#include <omp.h>"] * omp_lib), ""]
         if not self.heap:
             head += [f"#define {self.size} {self.n_val}", ""]
         if glob:
             head += [*(f"static {a}" for a in arrays), ""]
+        if self.globals:
+            head += [*self.globals, ""]
         if fn:
             k = self.name("loop")
             head += [f"static {self.ty} {fn}(int {k}) {{", f"    return ({self.ty})({k} % 7 + 1);", "}", ""]
-        decl = ([] if glob else arrays) + [f"{t} {s} = 0;" for s, t in self.scalars]
+        if self.helpers:
+            head += [*self.helpers, ""]
+        decl = ([] if glob else arrays) + [f"{t} {s} = 0;" for s, t in self.scalars] + self.decls
         decl += [f"int {', '.join(self.top_ints)};"] if self.top_ints else []
         r.shuffle(decl)
         if self.heap:
             decl.insert(0, f"{r.choice(('int', 'const int'))} {self.n} = {self.n_val};")
-        frees = [f"free({x});" for x in self.arrays + [a for a, _, v in self.int_arrays if v is None]] * self.heap
+        frees = [f"free({x});" for x in self.arrays + self.mats + [a for a, _, v in self.int_arrays if v is None]
+                 ] * self.heap
         sig = r.choice(("int main(void)", "int main()", "int main(int argc, char *argv[])"))
         return [*head, f"{sig} {{", *indent([*decl, "", *body, *frees, "return 0;"]), "}"]
 
     def _render_f(self, kernel: list[str]) -> list[str]:
         r, n, ty = self.rng, self.size, self.ty
-        fn, omp_lib = (self.name("fn") if r.random() < 0.3 else None), r.random() < 0.3
+        fn = self.name("fn") if r.random() < 0.3 and self.arrays else None
+        omp_lib = r.random() < 0.3 or self.need_omp
         body = [*self._prelude(fn, omp_lib), *kernel, "", *self._report()]
         alloc = r.random() < 0.3
         decl = [f"integer, parameter :: {n} = {self.n_val}", f"integer :: {', '.join(self.top_ints)}"]
+        shapes = [(a, f"{n}") for a in self.arrays] + [(m, f"{n}, {n}") for m in self.mats]
         if alloc:
-            decl.append(f"{ty}, allocatable :: {', '.join(f'{a}(:)' for a in self.arrays)}")
+            decl.append(f"{ty}, allocatable :: " + ", ".join(f"{a}({':, :' if ',' in dims else ':'})"
+                                                             for a, dims in shapes))
         elif r.random() < 0.5:
-            decl.append(f"{ty}, dimension({n}) :: {', '.join(self.arrays)}")
+            decl += [f"{ty}, dimension({dims}) :: {', '.join(a for a, d in shapes if d == dims)}"
+                     for dims in dict.fromkeys(d for _, d in shapes)]
         else:
-            decl.append(f"{ty} :: {', '.join(f'{a}({n})' for a in self.arrays)}")
-        execs = [f"allocate({', '.join(f'{a}({n})' for a in self.arrays)})"] if alloc else []
+            decl.append(f"{ty} :: {', '.join(f'{a}({dims})' for a, dims in shapes)}")
+        execs = [f"allocate({', '.join(f'{a}({dims})' for a, dims in shapes)})"] if alloc else []
         for name, length, vals in self.int_arrays:
             literal = ", ".join(map(str, vals or []))
             decl.append(f"integer :: {name}({length or n})" + (r.choice((f" = [{literal}]", f" = (/ {literal} /)"))
@@ -237,15 +294,20 @@ class Program:
             execs += [f"{name} = 0"] if vals == [] else []
         for ty_ in dict.fromkeys(t for _, t in self.scalars):
             decl.append(f"{ty_} :: {', '.join(s for s, t in self.scalars if t == ty_)}")
+        decl += self.decls
         execs += [f"{s} = 0" for s, _ in self.scalars]
-        dealloc = [f"deallocate({', '.join(self.arrays)})"] if alloc else []
+        dealloc = [f"deallocate({', '.join(a for a, _ in shapes)})"] if alloc else []
         prog = self.name("prog")
         out = [f"program {prog}", *indent([*(["use omp_lib"] * omp_lib), "implicit none", *decl, "", *execs, *body,
                                          *dealloc])]
+        contained: list[str] = []
         if fn:
             k, v = self.name("loop"), self.name("tmp")
-            out += ["contains", *indent([f"function {fn}({k}) result({v})", f"    integer, intent(in) :: {k}",
-                                       f"    {ty} :: {v}", f"    {v} = mod({k}, 7) + 1", f"end function {fn}"])]
+            contained += [f"function {fn}({k}) result({v})", f"    integer, intent(in) :: {k}", f"    {ty} :: {v}",
+                          f"    {v} = mod({k}, 7) + 1", f"end function {fn}"]
+        contained += self.helpers
+        if contained:
+            out += ["contains", *indent(contained)]
         return [*out, r.choice((f"end program {prog}", "end program", "end"))]
 
 

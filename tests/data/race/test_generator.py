@@ -24,7 +24,7 @@ from hpcrl_core.errors import DataError
 
 LANGUAGES = ("c", "fortran")
 LABEL_WORDS = ("race", "yes", "no", "safe", "bug", "drb")
-KEYWORDS = {"nowait", "none"}  # OpenMP / Fortran keywords that happen to contain "no"
+KEYWORDS = {"nowait", "none", "inout", "not"}  # OpenMP / Fortran keywords (.not.) that contain "no"
 
 
 def code_of(r: Record) -> str:
@@ -67,7 +67,7 @@ def test_record_shape() -> None:
         for i, r in enumerate(generate_race_items(language, 1, seed=0)):
             assert r.metadata == {"language": language, "pattern": r.metadata["pattern"], "label": r.answer,
                                   "tsan": None, "source_name": None}
-            assert r.provenance == {"source": "synthetic:race@2", "seed": 0, "index": i,
+            assert r.provenance == {"source": "synthetic:race@3", "seed": 0, "index": i,
                                     "pair": f"{language}:{r.metadata['pattern']}:0"}  # one pair per pattern
             assert r.prompt[0] == {"role": "system", "content": SYSTEM}
             assert r.question.startswith("Does the following OpenMP program contain a data race? Answer yes or no, "
@@ -206,8 +206,188 @@ def racy_by_structure(r: Record) -> bool:
         return _taskwait_missing(low, v)
     if pattern == "indirect_access":
         return _duplicates(code, r.metadata["language"], v)
+    if pattern == "nested_dependence":
+        return _nested_racy(code)
+    if pattern == "sections":
+        return _sections_racy(low)
+    if pattern == "locks":
+        return _locks_racy(low, v)
+    if pattern == "task_depend":
+        return _tasks_racy(low, v)
+    if pattern == "offload":
+        if re.search(rf"\b{v}\s*(\+=|=\s*{v}\s*\+)", low):  # a sum into a scalar
+            return not re.search(rf"reduction\(\+:{v}\)", low)
+        return _carried(low.replace("target teams distribute ", ""))
+    if pattern == "function_state":
+        return _helper_keeps_state(code, r.metadata["language"])
     assert pattern == "missing_atomic"
     return "omp atomic" not in low and "omp critical" not in low
+
+
+def _size(code: str) -> tuple[str, int]:
+    m = re.search(r"#define (\w+) (\d+)|int (\w+) = (\d+);|parameter :: (\w+) = (\d+)", code)
+    assert m
+    name, value = (g for g in m.groups() if g)
+    return name, int(value)
+
+
+_LOOP_HEAD = re.compile(r"^\s*(?:for\s*\(\s*(?:int\s+)?(\w+)\s*=|do\s+(\w+)\s*=)")
+
+
+def _groups(text: str, k: int) -> tuple[list[str], int]:
+    """The bracketed groups that start at ``text[k]`` (``[..][..]`` or one ``(..)``), their contents split into
+    subscripts, and where they end."""
+    subs: list[str] = []
+    while k < len(text) and text[k] in "[(":
+        depth, j = 0, k
+        while True:
+            depth += text[j] in "[("
+            depth -= text[j] in "])"
+            j += 1
+            if depth == 0:
+                break
+        inner = text[k + 1:j - 1]
+        subs += [inner] if text[k] == "[" else [x.strip() for x in inner.split(",")]
+        if text[k] == "(":
+            return subs, j
+        k = j
+    return subs, k
+
+
+def _nested_racy(code: str) -> bool:
+    """Whether the 2-D statement reads an element that another iteration of a parallel loop writes: find the
+    distance between the written and the read element, and see whether a parallel loop carries it."""
+    lines = code.splitlines()
+    start = next(k for k, ln in enumerate(lines) if re.search(r"omp (parallel for|for|parallel do|do)\b", ln, re.I))
+    heads = [m.group(1) or m.group(2) for ln in lines[start:] if (m := _LOOP_HEAD.match(ln))]
+    parallel = set(heads[:2] if "collapse(2)" in lines[start].lower() else heads[:1])
+    stmt = next(ln for ln in lines[start:] if "=" in ln and not _LOOP_HEAD.match(ln) and "omp" not in ln.lower())
+    lhs, rhs = (x.strip().rstrip(";") for x in stmt.split("=", 1))
+    name = re.match(r"\w+", lhs).group()  # type: ignore[union-attr]
+    written, _ = _groups(lhs, len(name))
+    at = re.search(rf"\b{name}\b", rhs)
+    assert at, stmt
+    read, _ = _groups(rhs, at.end())
+    size_name, size = _size(code)
+    loop_vars = sorted({m.group(1) or m.group(2) for ln in lines if (m := _LOOP_HEAD.match(ln))})
+
+    def element(subs: list[str], env: dict[str, int]) -> tuple[int, ...]:
+        return tuple(eval(re.sub(rf"\b{size_name}\b", str(size), x), {}, env) for x in subs)
+
+    point = {v: 5 + 3 * k for k, v in enumerate(loop_vars)}
+    target = element(read, point)
+    carriers = [v for v in loop_vars for d in range(-3, 4)
+                if d and element(written, {**point, v: point[v] - d}) == target]
+    assert element(written, point) == target or carriers, (stmt, code)
+    return any(v in parallel for v in carriers)
+
+
+def _region(lines: list[str], start: int) -> list[str]:
+    """The lines of the construct whose directive is at ``start``: to its matching brace (C) or end directive."""
+    if "!$omp" in lines[start].lower():
+        kind = re.search(r"omp (parallel sections|parallel|sections)", lines[start].lower()).group(1)  # type: ignore
+        end = next(k for k in range(start + 1, len(lines)) if f"omp end {kind}" in lines[k].lower())
+        return lines[start + 1:end]
+    depth, out = 0, []
+    for ln in lines[start + 1:]:
+        depth += ln.count("{") - ln.count("}")
+        out.append(ln)
+        if depth == 0 and "}" in ln:
+            return out
+    raise AssertionError(lines[start])
+
+
+def _unprotected(section: list[str]) -> list[str]:
+    """The lines of a section outside its critical regions."""
+    out, k = [], 0
+    while k < len(section):
+        if "omp critical" not in section[k]:
+            out.append(section[k])
+            k += 1
+        elif "!$omp" in section[k]:
+            k = next(x for x in range(k, len(section)) if "omp end critical" in section[x]) + 1
+        elif section[k + 1].strip() == "{":
+            k += 1 + len(_region(section, k))
+        else:
+            k += 2
+    return out
+
+
+def _sections_racy(low: str) -> bool:
+    lines = low.splitlines()
+    start = next(k for k, ln in enumerate(lines) if "omp parallel sections" in ln)
+    region = _region(lines, start)
+    cuts = [k for k, ln in enumerate(region) if re.search(r"omp section\b", ln)]
+    parts = [region[a + 1:b] for a, b in zip(cuts, [*cuts[1:], len(region)], strict=True)]
+    def assigned(part: list[str]) -> set[str]:
+        return {m.group(1) for ln in part if not _LOOP_HEAD.match(ln)
+                if (m := re.match(r"\s*(\w+)\s*(?:\+=|=[^=])", ln))}
+    def used(part: list[str]) -> set[str]:
+        return {w for ln in part if not _LOOP_HEAD.match(ln) for w in re.findall(r"[a-z_]\w*", ln)}
+    free = [_unprotected(x) for x in parts]
+    return any(assigned(free[a]) & used(parts[b]) for a in range(len(parts)) for b in range(len(parts)) if a != b)
+
+
+def _locks_racy(low: str, v: str) -> bool:
+    """An update of ``v`` inside the parallel loop while no lock is held."""
+    lines = low.splitlines()
+    start = next(k for k, ln in enumerate(lines) if re.search(r"omp parallel", ln))
+    depth = 0
+    for ln in lines[start:]:
+        if "destroy_" in ln:
+            break
+        if "unset_" in ln:
+            depth -= 1
+        elif re.search(r"omp_(set|test)_(nest_)?lock", ln):
+            depth += 1
+        elif re.search(rf"\b{v}\s*(\+=|=)", ln) and depth == 0:
+            return True
+    return False
+
+
+def _tasks_racy(low: str, v: str) -> bool:
+    """Tasks that access ``v``, in program order; the first writes it. Ordered only by depend(out/inout) on the
+    writer and a depend on ``v`` on each later task."""
+    lines = low.splitlines()
+    tasks = []
+    for k, ln in enumerate(lines):
+        m = re.search(r"omp task\b(.*)", ln)
+        if not m:
+            continue
+        body = next(x for x in lines[k + 1:] if x.strip() not in ("{", ""))
+        dep = re.search(rf"depend\((in|out|inout): {v}\)", m.group(1))
+        if re.search(rf"\b{v}\b", body):
+            tasks.append((dep.group(1) if dep else None, bool(re.match(rf"\s*{v}\s*=", body))))
+    assert tasks and tasks[0][1], low
+    writer = tasks[0][0]
+    return any(not (writer in ("out", "inout") and dep is not None) for dep, _ in tasks[1:])
+
+
+def _helper_keeps_state(code: str, language: str) -> bool:
+    """The function called in the parallel loop writes a variable with static storage (C: a static local or a
+    file-scope variable; Fortran: a SAVE or initialised local, or a variable of the host program)."""
+    low = code.lower()
+    start = next(k for k, ln in enumerate(low.splitlines()) if re.search(r"omp parallel", ln))
+    loop_body = "\n".join(low.splitlines()[start:start + 6])
+    if language == "c":
+        funcs = {m.group(1): m.group(2) for m in
+                 re.finditer(r"^static \w+ \*?(\w+)\([^)]*\)\s*\{?\s*\n(.*?)^\}", low, re.S | re.M)}
+        called = next(f for f in funcs if re.search(rf"\b{f}\(", loop_body))
+        body = funcs[called]
+        statics = set(re.findall(r"^\s+static \w+ (\w+)", body, re.M))
+        statics |= set(re.findall(r"^static \w+ (\w+);", low, re.M))
+        written = set(re.findall(r"^\s*(\w+)\s*=", body, re.M))
+        return bool(written & statics)
+    helpers = {m.group(2): m.group(3) for m in
+               re.finditer(r"^\s*(function|subroutine) (\w+)\([^)]*\)[^\n]*\n(.*?)^\s*end \1", low, re.S | re.M)}
+    called = next(f for f in helpers if re.search(rf"\b{f}\(", loop_body))
+    body = helpers[called]
+    declared = {w.strip() for ln in body.splitlines() if "::" in ln
+                for w in ln.split("::")[1].split("=")[0].split(",")}
+    saved = {ln.split("::")[1].split("=")[0].strip() for ln in body.splitlines()
+             if "::" in ln and ("save" in ln.split("::")[0] or "=" in ln.split("::")[1])}
+    written = set(re.findall(r"^\s*(\w+)\s*=", body, re.M))
+    return bool(written & saved or written - declared)
 
 
 def test_labels_match_the_program_structure() -> None:
