@@ -40,6 +40,8 @@ def sft(params_path: str = "params.yaml", data_dir: str = "data", out_dir: str =
         tracking.log_dict(metrics, "reports/sft.json")
         tracking.log_artifact(samples_path_for(Path(report)), "reports")
         result["report"] = metrics
+        if result["notes"]:
+            tracking.log_dict(result["notes"], "sft_data_notes.json")
     log.info("sft: step %s, train loss %.4f, eval loss %s, resumed from %s; model in %s", result["global_step"],
              result["train_loss"], result.get("eval_loss"), result.get("resumed_from"), result["final_dir"])
     return result

@@ -6,8 +6,10 @@ tokens are decoded, cut at the first eos (``<|im_end|>`` for the tiny model's to
 
 Long inputs, one rule: a prompt fits when its tokens plus ``max_new_tokens`` are within the model's positions
 (``max_position_embeddings``). ``too_long`` finds the prompts that do not; the evaluations skip those items before
-they generate and count them in their reports (``fitting_records``); ``generate`` refuses a prompt that does not fit
-with a ``DataError`` rather than letting the model run past its positions. A batch holds at most ``batch_size``
+they generate and count them in their reports (``fitting_records``), the RL stages drop those prompts from their
+prompt sets with a count in the log (``fitting_prompt_rows``; the SFT stage applies the same rule with
+``sft.max_length``, ``training/sft_data.py``); ``generate`` refuses a prompt that does not fit with a ``DataError``
+rather than letting the model run past its positions. A batch holds at most ``batch_size``
 prompts and at most ``max_batch_tokens`` rows x (its longest prompt + ``max_new_tokens``) tokens, in prompt order,
 so one long prompt generates alone instead of multiplying the memory of a whole batch.
 
@@ -17,13 +19,17 @@ Test: ``pytest tests/evaluation/test_runner.py -k generate``, ``pytest tests/eva
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
+from datasets import Dataset
 from transformers import PreTrainedTokenizerBase
 
 from hpcrl_core.errors import DataError
+
+logger = logging.getLogger(__name__)
 
 GenerateProgress = Callable[[int, int], None]  # (prompts done, prompts in all)
 MAX_BATCH_TOKENS = 65_536  # rows x (longest prompt + new tokens) per generate() call
@@ -70,6 +76,25 @@ def fitting_records(model: Any, tokenizer: PreTrainedTokenizerBase, records: Seq
         notes[key] = (f"{len(over)} of {len(records)} items skipped: prompt + {max_new_tokens} new tokens exceed the "
                       f"model's {position_limit(model)} positions ({', '.join(ids[:5])}{more})")
     return [r for i, r in enumerate(records) if i not in over]
+
+
+def fitting_prompt_rows(dataset: Dataset, model: Any, tokenizer: PreTrainedTokenizerBase, max_completion_length: int,
+                        section: str) -> Dataset:
+    """``dataset`` (rows with a chat ``prompt``, an RL stage's prompt set) without the prompts that leave no room
+    for ``max_completion_length`` new tokens in the model's positions: skipped, with a count in the log.
+
+    Raises:
+        DataError: no prompt fits.
+    """
+    over = set(too_long(model, tokenizer, dataset["prompt"], max_completion_length))
+    if not over:
+        return dataset
+    if len(over) == len(dataset):
+        raise DataError(f"{section}: none of the {len(dataset)} prompts leaves room for max_completion_length="
+                        f"{max_completion_length} tokens in the model's {position_limit(model)} positions")
+    logger.warning("%s: %d of %d prompts skipped: prompt + %d new tokens exceed the model's %s positions", section,
+                   len(over), len(dataset), max_completion_length, position_limit(model))
+    return dataset.select([i for i in range(len(dataset)) if i not in over])
 
 
 def token_batches(lengths: Sequence[int], batch_size: int, max_new_tokens: int, rows_per_prompt: int,

@@ -39,6 +39,7 @@ from hpcrl_core.algorithms.advantages import ADVANTAGES
 from hpcrl_core.config import ESTIMATORS, Params, RLHargoParams, load_params
 from hpcrl_core.data.schema import Record, read_jsonl
 from hpcrl_core.errors import ConfigError, DataError
+from hpcrl_core.evaluation.generate import fitting_prompt_rows
 from hpcrl_core.files import write_text_atomic
 from hpcrl_core.models.saved import load_saved_policy
 from hpcrl_core.training.checkpoints import (
@@ -359,6 +360,7 @@ def build_hargo_trainer(params: Params, data_dir: Path, sft_dir: Path, output_di
 
         reward_funcs = [get_reward("hpc_tasks")(RewardContext(params=params, executor=None))]
     model, tokenizer = load_saved_policy(sft_dir, trainable=True, key="sft_dir")
+    dataset = fitting_prompt_rows(dataset, model, tokenizer, rp.max_completion_length, "rl_hargo")
     return trainer_cls(model=model, reward_funcs=list(reward_funcs), args=args, train_dataset=dataset,
                        processing_class=tokenizer)
 

@@ -42,6 +42,7 @@ from hpcrl_core.bench.result import BenchResult
 from hpcrl_core.config import Params, RLDgemmParams, Settings, load_params
 from hpcrl_core.data.schema import read_jsonl
 from hpcrl_core.errors import ConfigError, DataError
+from hpcrl_core.evaluation.generate import fitting_prompt_rows
 from hpcrl_core.models.saved import load_saved_policy
 from hpcrl_core.rewards import RewardContext, get_reward
 from hpcrl_core.rewards.dgemm import violates
@@ -200,6 +201,7 @@ def build_rl_trainer(params: Params, data_dir: Path, sft_dir: Path, output_dir: 
     factories = [get_reward(name) for name in rp.rewards]
     curriculum = load_curriculum(params, data_dir)
     model, tokenizer = load_saved_policy(sft_dir, trainable=True, key="sft_dir")
+    dataset = fitting_prompt_rows(rl_dataset(curriculum), model, tokenizer, rp.max_completion_length, "rl_dgemm")
     settings = settings or Settings()
     executor = local_executor(params.bench.for_many(rp.bench_n), settings)
     reference = (ReferenceTracker(executor, params.reward.reference, params.reward.reference_ttl_s)
@@ -207,7 +209,7 @@ def build_rl_trainer(params: Params, data_dir: Path, sft_dir: Path, output_dir: 
     rollouts = Rollouts(curriculum, QDArchive(curriculum.problem_ids))
     ctx = RewardContext(params=params, executor=executor, reference=reference, observer=rollouts)
     funcs = [factory(ctx) for factory in factories]
-    trainer = SQDGRPOTrainer(model=model, reward_funcs=funcs, args=args, train_dataset=rl_dataset(curriculum),
+    trainer = SQDGRPOTrainer(model=model, reward_funcs=funcs, args=args, train_dataset=dataset,
                              processing_class=tokenizer, rollouts=rollouts)
     return RLRun(trainer, rollouts, executor, funcs)
 

@@ -2,8 +2,9 @@
 
 No maths here: TRL trains on the completion only (prompt-completion records), AdamW with warmup + the scheduler of
 ``sft.lr_scheduler_type``. Everything that could fail is checked before the first step: the ``sft.trl`` passthrough
-names against SFTConfig's fields, ``sft.max_length`` against the longest record and the model's positions, and the
-data files. Layout of ``output_dir`` (``checkpoints/sft``)::
+names against SFTConfig's fields, ``sft.max_length`` against the model's positions, and the data files; records
+longer than ``sft.max_length`` are skipped with a count (``notes`` in the result). Layout of ``output_dir``
+(``checkpoints/sft``)::
 
     tokenizer/        the tiny tokenizer trained on data/ (reused when resuming, so the vocabulary stays the same)
     checkpoint-N/     Trainer checkpoints (model, tokenizer, optimizer, trainer_state.json); a rerun resumes here
@@ -15,6 +16,7 @@ Test: ``pytest tests/training/test_sft.py``.
 
 from __future__ import annotations
 
+import logging
 import math
 import sys
 from pathlib import Path
@@ -33,8 +35,10 @@ from hpcrl_core.training.checkpoints import (
     save_log_history,
     save_policy,
 )
-from hpcrl_core.training.sft_data import check_max_length, load_sft_datasets
+from hpcrl_core.training.sft_data import fitting_datasets, load_sft_datasets
 from hpcrl_core.training.trl_options import check_passthrough, device_options
+
+logger = logging.getLogger(__name__)
 
 TOKENIZER_DIR = "tokenizer"
 FINAL_DIR = "final"
@@ -96,7 +100,8 @@ def _policy_params(mp: ModelParams, output_dir: Path) -> ModelParams:
     return mp
 
 
-def build_sft_trainer(params: Params, data_dir: Path, output_dir: Path, report_to: list[str]) -> SFTTrainer:
+def build_sft_trainer(params: Params, data_dir: Path, output_dir: Path, report_to: list[str],
+                      notes: dict[str, str] | None = None) -> SFTTrainer:
     """An SFTTrainer ready to ``train()``, with every check done.
 
     Args:
@@ -104,9 +109,11 @@ def build_sft_trainer(params: Params, data_dir: Path, output_dir: Path, report_t
         data_dir: prepared data (``data/``).
         output_dir: checkpoints and the tokenizer go here (``checkpoints/sft``).
         report_to: transformers integrations to log to, e.g. ``["mlflow"]``; ``[]`` for none.
+        notes: when given, says here how many records longer than ``sft.max_length`` were skipped
+            (``train_too_long``, ``eval_too_long``).
 
     Raises:
-        ConfigError: a bad ``sft.trl`` name, ``sft.max_length`` below the longest record or above the tiny model's
+        ConfigError: a bad ``sft.trl`` name, ``sft.max_length`` below every train record or above the tiny model's
             positions, or a model problem from ``load_policy``.
         DataError: a family's train/eval file is missing or malformed.
     """
@@ -119,7 +126,7 @@ def build_sft_trainer(params: Params, data_dir: Path, output_dir: Path, report_t
     train, evaluation = load_sft_datasets(data_dir, sp.families, sp.seed, sp.repeats)
     model, tokenizer = load_policy(mp, data_dir, seed=sp.seed)
     save_tokenizer(tokenizer, output_dir / TOKENIZER_DIR)
-    check_max_length(sp.max_length, [train, evaluation], tokenizer)
+    train, evaluation = fitting_datasets(sp.max_length, train, evaluation, tokenizer, {} if notes is None else notes)
     args = sft_config(sp, output_dir, report_to, has_eval=len(evaluation) > 0)
     return SFTTrainer(model=model, args=args, train_dataset=train,
                       eval_dataset=evaluation if len(evaluation) else None, processing_class=tokenizer)
@@ -130,22 +137,27 @@ def run_sft(params: Params, data_dir: Path, output_dir: Path, report_to: list[st
 
     Returns:
         ``train_loss`` (mean over this run's steps), ``eval_loss`` (final eval; NaN without eval data),
-        ``global_step``, ``resumed_from`` (checkpoint path or None) and ``final_dir``.
+        ``global_step``, ``resumed_from`` (checkpoint path or None), ``final_dir`` and ``notes`` (records skipped
+        as longer than ``sft.max_length``, by split; empty when none were).
     """
     resume = last_checkpoint(output_dir)
-    trainer = build_sft_trainer(params, data_dir, output_dir, report_to)
+    notes: dict[str, str] = {}
+    trainer = build_sft_trainer(params, data_dir, output_dir, report_to, notes)
+    for note in notes.values():
+        logger.warning("sft: %s", note)
     final = output_dir / FINAL_DIR
     done = finished_state(resume, final, trainer.args.max_steps)
     if done is not None:  # reached its budget before: keep final as it is (resuming would train one more step)
         return {"train_loss": last_logged(done, "train_loss"), "eval_loss": last_logged(done, "eval_loss"),
-                "global_step": int(done["global_step"]), "resumed_from": str(resume), "final_dir": str(final)}
+                "global_step": int(done["global_step"]), "resumed_from": str(resume), "final_dir": str(final),
+                "notes": notes}
     result = trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     eval_loss = trainer.evaluate()["eval_loss"] if trainer.eval_dataset is not None else math.nan
     save_policy(trainer, final)
     save_log_history(trainer, final)
     return {"train_loss": float(result.training_loss), "eval_loss": float(eval_loss),
             "global_step": int(trainer.state.global_step), "resumed_from": str(resume) if resume else None,
-            "final_dir": str(final)}
+            "final_dir": str(final), "notes": notes}
 
 
 def main(argv: list[str]) -> None:

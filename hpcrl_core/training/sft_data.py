@@ -5,8 +5,11 @@ loss on the completion only); ``answer``, ``metadata`` and ``provenance`` are fo
 Records with an empty completion are skipped. Only ``train.jsonl`` and ``eval.jsonl`` are read, never the DGEMM
 ``problems_*.jsonl`` files (prompts without a completion, for RL).
 
-``longest_record_tokens`` measures prompt + completion as TRL tokenizes it, so a ``sft.max_length`` below it is a
-``ConfigError`` before training instead of TRL silently truncating (or dropping) those items.
+Long records follow the project's one rule for inputs longer than the model may take (docs/models.md): they are
+skipped, with a count. ``fitting_rows`` measures prompt + completion as TRL tokenizes it and drops the records above
+``sft.max_length`` before training, with a note saying how many and how long (TRL would otherwise truncate them,
+or drop them once the completion is cut off entirely, without a word); no record left to train on is a
+``ConfigError``.
 
 Test: ``pytest tests/training/test_sft.py``.
 """
@@ -84,16 +87,29 @@ def longest_record_tokens(dataset: Dataset, tokenizer: PreTrainedTokenizerBase) 
     return max((record_tokens(row["prompt"], row["completion"], tokenizer) for row in dataset), default=0)
 
 
-def check_max_length(max_length: int, datasets: Sequence[Dataset], tokenizer: PreTrainedTokenizerBase) -> int:
-    """Raise unless every record fits ``max_length`` tokens; returns the longest record's length.
+def fitting_rows(max_length: int, dataset: Dataset, tokenizer: PreTrainedTokenizerBase, split: str,
+                 notes: dict[str, str]) -> Dataset:
+    """``dataset`` without its records longer than ``max_length`` tokens (prompt + completion); when it drops some,
+    ``notes[f"{split}_too_long"]`` says how many of how many and the longest length."""
+    lengths = [record_tokens(row["prompt"], row["completion"], tokenizer) for row in dataset]
+    keep = [i for i, n in enumerate(lengths) if n <= max_length]
+    if len(keep) == len(lengths):
+        return dataset
+    notes[f"{split}_too_long"] = (f"{len(lengths) - len(keep)} of {len(lengths)} {split} records skipped: longer "
+                                  f"than sft.max_length={max_length} tokens (longest {max(lengths)})")
+    return dataset.select(keep)
+
+
+def fitting_datasets(max_length: int, train: Dataset, evaluation: Dataset, tokenizer: PreTrainedTokenizerBase,
+                     notes: dict[str, str]) -> tuple[Dataset, Dataset]:
+    """Both splits through ``fitting_rows``.
 
     Raises:
-        ConfigError: ``sft.max_length`` is below the longest record (TRL would truncate it, or drop it once the
-            completion is cut off entirely, without a word).
+        ConfigError: every train record is longer than ``max_length``.
     """
-    longest = max(longest_record_tokens(d, tokenizer) for d in datasets)
-    if max_length < longest:
-        raise ConfigError(f"sft.max_length: received {max_length}, but the longest record is {longest} tokens; "
-                          f"set sft.max_length to at least {longest} (TRL would silently truncate or drop "
-                          f"longer records)")
-    return longest
+    kept = fitting_rows(max_length, train, tokenizer, "train", notes)
+    if len(train) and not len(kept):
+        shortest = min(record_tokens(row["prompt"], row["completion"], tokenizer) for row in train)
+        raise ConfigError(f"sft.max_length: received {max_length}, but every train record is longer (the shortest "
+                          f"is {shortest} tokens); raise sft.max_length")
+    return kept, fitting_rows(max_length, evaluation, tokenizer, "eval", notes)

@@ -10,10 +10,12 @@ import resource
 from dataclasses import dataclass
 
 import pytest
+from datasets import Dataset
 
 from hpcrl_core.data.schema import messages
 from hpcrl_core.errors import DataError
 from hpcrl_core.evaluation.generate import (
+    fitting_prompt_rows,
     fitting_records,
     generate,
     position_limit,
@@ -62,3 +64,21 @@ def test_a_prompt_of_100k_tokens_is_skipped_not_run() -> None:
     grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
     assert grown_mib < 1024, f"peak memory grew by {grown_mib:.0f} MiB for a prompt that is never run"
     assert fitting_records(model, tokenizer, kept, 8, notes := {}) == kept and notes == {}
+
+
+def test_rl_prompt_sets_drop_prompts_that_leave_no_room_to_answer(caplog: pytest.LogCaptureFixture) -> None:
+    tokenizer = sample_tokenizer()
+    model = build_tiny_model(TINY, tokenizer, seed=3)
+    limit = position_limit(model)
+    assert limit is not None
+    short, huge = messages(None, "Does this loop race?"), messages(None, "a[i] = a[i + 1]; " * 3000)
+    rows = Dataset.from_list([{"prompt": short, "problem_id": "p1"}, {"prompt": huge, "problem_id": "p2"},
+                              {"prompt": short, "problem_id": "p3"}])
+    with caplog.at_level("WARNING"):
+        kept = fitting_prompt_rows(rows, model, tokenizer, 64, "rl_test")
+    assert kept["problem_id"] == ["p1", "p3"]
+    assert f"rl_test: 1 of 3 prompts skipped: prompt + 64 new tokens exceed the model's {limit} positions" in \
+        caplog.text
+    assert fitting_prompt_rows(rows.select([0, 2]), model, tokenizer, 64, "rl_test")["problem_id"] == ["p1", "p3"]
+    with pytest.raises(DataError, match=r"rl_test: none of the 1 prompts leaves room for max_completion_length=64"):
+        fitting_prompt_rows(rows.select([1]), model, tokenizer, 64, "rl_test")

@@ -20,7 +20,7 @@ from hpcrl_core.data.schema import FAMILIES, Record, assistant, messages, write_
 from hpcrl_core.errors import ConfigError, DataError
 from hpcrl_core.training.checkpoints import last_checkpoint
 from hpcrl_core.training.sft import build_sft_trainer, run_sft
-from hpcrl_core.training.sft_data import load_sft_datasets, longest_record_tokens
+from hpcrl_core.training.sft_data import load_sft_datasets, longest_record_tokens, record_tokens
 
 ANSWERS = {
     "dgemm": "```c\nfor (int i = 0; i < n; i++)\n  for (int k = 0; k < n; k++)\n"
@@ -103,8 +103,25 @@ def test_longest_record_matches_what_trl_tokenizes(data_dir: Path, tmp_path: Pat
     assert longest == max(len(row["input_ids"]) for row in trainer.train_dataset)  # type: ignore[union-attr]
 
 
-def test_max_length_below_longest_record_fails_before_training(data_dir: Path, tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"sft\.max_length: received 16, but the longest record is \d+ tokens"):
+def test_records_longer_than_max_length_are_skipped_with_a_count(data_dir: Path, tmp_path: Path) -> None:
+    train, evaluation = load_sft_datasets(data_dir, FAMILIES, seed=7)
+    tokenizer = build_sft_trainer(make_params(), data_dir, tmp_path / "probe", report_to=[]).processing_class
+    lengths = sorted(record_tokens(r["prompt"], r["completion"], tokenizer) for r in train)  # type: ignore[arg-type]
+    cut = lengths[len(lengths) // 2]  # about half the train records are longer
+    notes: dict[str, str] = {}
+    trainer = build_sft_trainer(make_params(max_length=cut), data_dir, tmp_path / "out", report_to=[], notes=notes)
+    kept = sum(n <= cut for n in lengths)
+    assert len(trainer.train_dataset) == kept < len(train)  # type: ignore[arg-type]
+    assert notes["train_too_long"] == (f"{len(train) - kept} of {len(train)} train records skipped: longer than "
+                                       f"sft.max_length={cut} tokens (longest {lengths[-1]})")
+    assert max(len(row["input_ids"]) for row in trainer.train_dataset) <= cut  # type: ignore[union-attr]
+    assert "eval_too_long" in notes or all(
+        record_tokens(r["prompt"], r["completion"], tokenizer) <= cut for r in evaluation)  # type: ignore[arg-type]
+
+
+def test_max_length_below_every_record_fails_before_training(data_dir: Path, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"sft\.max_length: received 16, but every train record is longer \(the "
+                                          r"shortest is \d+ tokens\)"):
         run_sft(make_params(max_length=16), data_dir, tmp_path / "out", report_to=[])
     assert last_checkpoint(tmp_path / "out") is None
 
