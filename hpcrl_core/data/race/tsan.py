@@ -27,6 +27,11 @@ plus 72 more missing_taskwait items, seeds 0-5):
   accesses are on one thread and TSan, which sees happens-before between threads only, has nothing to report.
   Detection depends on scheduling, so the count changes from run to run; the label stands.
 
+- The six patterns added later (``--per-pattern 4 --seed 0``, 8 items each): nested_dependence, sections, locks,
+  task_depend and function_state agree on every item. offload: TSan reports every racy item, and every race-free
+  one crashes inside the instrumented libomp's target-region code (``crash: ThreadSanitizer:DEADLYSIGNAL``), an
+  error and not a verdict, as for DataRaceBench's ``omp target`` programs.
+
 Cost: 0.15-0.35 s per item with jobs=2 on 2 cores (96 items: 16-34 s, by machine load), mostly the TSan compile.
 
 Run: ``python -m hpcrl_core.data.race.tsan --per-pattern 6 --seed 0`` (agreement per pattern and wall time).
