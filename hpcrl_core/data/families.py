@@ -85,7 +85,8 @@ def _tsan_report(out: FamilyOutput, progress: Progress | None) -> None:
         return
     items = [r for split in ("train.jsonl", "eval.jsonl", "rl.jsonl") for r in out.files[split]]
     _say(progress, f"{out.family}: checking {len(items)} programs with ThreadSanitizer")
-    checked = check_with_tsan(items)
+    checked = check_with_tsan(items, progress=lambda done, total: _say(progress, f"{out.family}: TSan checked "
+                                                                                 f"{done}/{total} programs"))
     out.card["extra"] = {"tsan": tsan_agreement(checked)}
     out.extra_files["tsan.jsonl"] = [{"id": r.id, "pattern": r.metadata.get("pattern"), "label": r.answer,
                                       "tsan": r.metadata.get("tsan"), "tsan_error": r.metadata.get("tsan_error")}

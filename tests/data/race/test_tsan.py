@@ -81,7 +81,9 @@ def test_fortran_records_pass_through_without_a_compiler(monkeypatch: pytest.Mon
 def test_tsan_agrees_on_thread_races_and_never_flags_race_free_items() -> None:
     require_tsan()
     recs = generate_race_items("c", 1, seed=1)
-    checked = check_with_tsan(recs, jobs=2)
+    calls: list[tuple[int, int]] = []
+    checked = check_with_tsan(recs, jobs=2, progress=lambda done, total: calls.append((done, total)), every=10)
+    assert calls == [*((k, len(recs)) for k in range(10, len(recs), 10)), (len(recs), len(recs))]
     for before, after in zip(recs, checked, strict=True):
         assert replace(after, metadata=before.metadata) == before  # nothing but metadata["tsan"] changes
         if after.metadata["pattern"] == "offload":  # target regions can crash the instrumented libomp: an error
