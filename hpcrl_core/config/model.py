@@ -97,12 +97,12 @@ class SFTParams(Section):
     """Supervised fine-tuning (``dvc repro sft``): TRL's SFTTrainer on the prepared prompt-completion records.
 
     Defaults fit the tiny model trained from scratch on 2 CPU cores: AdamW 1e-3, short warmup + cosine, batch 8 of
-    length-grouped records, 2000 steps (~13 epochs of the default data; docs/experiments.md has the measurements).
+    length-grouped records, 3000 steps (~7 epochs of the default data; docs/experiments.md has the measurements).
     ``trl`` passes further SFTConfig options through, checked by name when the trainer is assembled.
     """
 
     seed: int = Field(1234, ge=0, le=2**32 - 1)
-    max_steps: int = Field(2000, ge=1, le=10_000_000)
+    max_steps: int = Field(3000, ge=1, le=10_000_000)
     learning_rate: float = Field(1e-3, gt=0, le=1)
     lr_scheduler_type: LrScheduler = "cosine"
     warmup_ratio: float = Field(0.03, ge=0, lt=1)  # share of max_steps spent warming up linearly
