@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 from datasets import Dataset
-from transformers import PreTrainedTokenizerBase
+from transformers import PretrainedConfig, PreTrainedTokenizerBase
 
 from hpcrl_core.errors import DataError
 
@@ -37,8 +37,8 @@ MAX_BATCH_TOKENS = 65_536  # rows x (longest prompt + new tokens) per generate()
 
 def position_limit(model: Any) -> int | None:
     """The most tokens (prompt + answer) the model takes: its config's ``max_position_embeddings``, None when the
-    config names none."""
-    config = getattr(model, "config", None)
+    config names none. ``model`` may also be the config itself (``saved.load_saved_config``)."""
+    config = model if isinstance(model, PretrainedConfig) else getattr(model, "config", None)
     text = config.get_text_config() if config is not None and hasattr(config, "get_text_config") else config
     limit = getattr(text, "max_position_embeddings", None)
     return int(limit) if isinstance(limit, int) and limit > 0 else None

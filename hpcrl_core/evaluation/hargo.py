@@ -52,7 +52,7 @@ from hpcrl_core.evaluation.generate import fitting_records, generate
 from hpcrl_core.evaluation.hargo_report import markdown_table, read_comparison_samples, write_comparison
 from hpcrl_core.evaluation.items import read_eval_items
 from hpcrl_core.evaluation.metrics import gold_race_label, parse_race_answer, race_f1, tiered_score, winrate
-from hpcrl_core.models.saved import load_saved_policy
+from hpcrl_core.models.saved import load_saved_config, load_saved_policy
 from hpcrl_core.textstats import is_degenerate
 
 Progress = Callable[[str], None]
@@ -136,9 +136,9 @@ def score_items(records: Sequence[Record], answers: Sequence[str]) -> list[Row]:
 def fitting_items(model_dir: Path, records: Sequence[Record], params: Params, notes: dict[str, str]) -> list[Record]:
     """The items a comparison asks: those whose prompt, with ``evaluate_hargo.max_new_tokens``, fits the positions of
     the model in ``model_dir`` (the SFT start every policy is compared with); the others are skipped and counted in
-    ``notes["too_long"]`` (``generate.fitting_records``)."""
-    model, tokenizer = load_saved_policy(model_dir)
-    return fitting_records(model, tokenizer, records, params.evaluate_hargo.max_new_tokens, notes)
+    ``notes["too_long"]`` (``generate.fitting_records``). Only the model's config and tokenizer are read."""
+    config, tokenizer = load_saved_config(model_dir)
+    return fitting_records(config, tokenizer, records, params.evaluate_hargo.max_new_tokens, notes)
 
 
 def evaluate_model(model_dir: Path, records: Sequence[Record], params: Params,

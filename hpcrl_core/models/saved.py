@@ -9,10 +9,30 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from transformers import AutoModelForCausalLM, PreTrainedTokenizerBase
+from transformers import AutoConfig, AutoModelForCausalLM, PretrainedConfig, PreTrainedTokenizerBase
 
 from hpcrl_core.errors import ConfigError
 from hpcrl_core.models.tokenizer import load_tokenizer
+
+
+def load_saved_config(model_dir: Path, key: str = "model_dir") -> tuple[PretrainedConfig, PreTrainedTokenizerBase]:
+    """The model config and tokenizer saved in ``model_dir``, without the weights (for an adapter folder, its base
+    model's config): enough to measure prompts against the model's positions.
+
+    Raises:
+        ConfigError: as ``load_saved_policy``.
+    """
+    adapter = model_dir / "adapter_config.json"
+    if not (model_dir / "config.json").is_file() and not adapter.is_file():
+        raise ConfigError(f"{key}: {model_dir} holds no saved model (no config.json or adapter_config.json); "
+                          f"pass the folder a stage writes (e.g. checkpoints/sft/final) or run `dvc repro sft`")
+    tokenizer = load_tokenizer(model_dir, key=key)
+    if (model_dir / "config.json").is_file():
+        return AutoConfig.from_pretrained(str(model_dir), local_files_only=True), tokenizer
+    from peft import PeftConfig  # only LoRA runs need peft here
+
+    base = PeftConfig.from_pretrained(str(model_dir)).base_model_name_or_path
+    return AutoConfig.from_pretrained(str(base), local_files_only=True), tokenizer
 
 
 def load_saved_policy(model_dir: Path, trainable: bool = False, key: str = "model_dir"

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import resource
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from datasets import Dataset
 
 from hpcrl_core.data.schema import messages
-from hpcrl_core.errors import DataError
+from hpcrl_core.errors import ConfigError, DataError
 from hpcrl_core.evaluation.generate import (
     fitting_prompt_rows,
     fitting_records,
@@ -23,6 +24,7 @@ from hpcrl_core.evaluation.generate import (
     token_batches,
     too_long,
 )
+from hpcrl_core.models.saved import load_saved_config
 from hpcrl_core.models.tiny import build_tiny_model
 from tests.models import TINY, sample_tokenizer
 
@@ -82,3 +84,19 @@ def test_rl_prompt_sets_drop_prompts_that_leave_no_room_to_answer(caplog: pytest
     assert fitting_prompt_rows(rows.select([0, 2]), model, tokenizer, 64, "rl_test")["problem_id"] == ["p1", "p3"]
     with pytest.raises(DataError, match=r"rl_test: none of the 1 prompts leaves room for max_completion_length=64"):
         fitting_prompt_rows(rows.select([1]), model, tokenizer, 64, "rl_test")
+
+
+def test_the_position_rule_needs_only_the_saved_config(tmp_path: Path) -> None:
+    tokenizer = sample_tokenizer()
+    model = build_tiny_model(TINY, tokenizer, seed=3)
+    model.save_pretrained(str(tmp_path / "m"))
+    tokenizer.save_pretrained(str(tmp_path / "m"))
+    (tmp_path / "m" / "model.safetensors").unlink()  # no weights: the config and the tokenizer are enough
+    config, saved_tokenizer = load_saved_config(tmp_path / "m")
+    assert position_limit(config) == position_limit(model) == TINY.max_position_embeddings
+    items = [Item("short", messages(None, "Hi")), Item("huge", messages(None, "x = y + z; " * 5000))]
+    notes: dict[str, str] = {}
+    assert [i.id for i in fitting_records(config, saved_tokenizer, items, 8, notes)] == ["short"]
+    assert "(huge)" in notes["too_long"]
+    with pytest.raises(ConfigError, match="holds no saved model"):
+        load_saved_config(tmp_path / "missing")
