@@ -96,3 +96,11 @@ def node_info() -> NodeInfo:
         khz = None
     ghz, source = clock_ghz(model, mhz, khz)
     return NodeInfo(socket.gethostname(), model, vendor, len(os.sched_getaffinity(0)), flags, ghz, source)
+
+
+def vector_doubles() -> int:
+    """Doubles per hardware vector register on this node: 8 with AVX-512, else 4 (AVX2). Kernels written for the
+    node (the corpus generator's vector kinds, ``-march=native``) use this width: AVX-512 intrinsics do not compile
+    without it, and 8-wide GCC vectors on AVX2 spill a register tile sized for 32 registers."""
+    return 8 if "avx512f" in node_info().flags else 4
+

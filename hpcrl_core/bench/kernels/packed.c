@@ -9,11 +9,16 @@
  *     -> ic (MC rows of A, OpenMP-parallel) -> [pack A: MC x KC, MR-tall panels]
  *       -> jr (NR) -> ir (MR) -> micro-kernel (MR x NR tile of C, in registers)
  *
- * Micro-tile: MR x NR = 6 x 32 = 6 rows x 4 AVX-512 vectors of 8 doubles:
- * 24 accumulator zmm registers + 4 for the B row + 1 broadcast of A = 29 of
- * 32, 10 loads per 24 FMAs.  On this VM 6x32 and 8x24 were within noise
- * (6x32 slightly ahead); 12x16, 14x16, 8x16 were slower, and AVX2-width
- * tiles (6x8, 4x24 of 4-double vectors) ~40% slower.
+ * Micro-tile, by the node's vector width (-march=native):
+ * - AVX-512: MR x NR = 6 x 32 = 6 rows x 4 vectors of 8 doubles: 24
+ *   accumulator zmm registers + 4 for the B row + 1 broadcast of A = 29 of
+ *   32, 10 loads per 24 FMAs.  On an AVX-512 VM 6x32 and 8x24 were within
+ *   noise (6x32 slightly ahead); 12x16, 14x16, 8x16 were slower, and
+ *   AVX2-width tiles (6x8, 4x24 of 4-double vectors) ~40% slower.
+ * - AVX2 (no __AVX512F__): 6 x 8 = 6 rows x 2 vectors of 4 doubles: 12
+ *   accumulator ymm registers + 2 for B + 1 broadcast = 15 of 16.  The
+ *   AVX-512 tile there needs 48 ymm registers and spills: slower than the
+ *   naive kernel at n = 64 on a Zen 3 VM.
  *
  * Block sizes: KC = 256 keeps the packed A block (MC x KC = 256 KiB) in the
  * 2 MiB per-core L2 while B micro-panels stream from L1/L2.  MC is an upper
@@ -45,30 +50,35 @@
 #include <string.h>
 #include <omp.h>
 
+#ifdef __AVX512F__
 #define VW 8          /* doubles per vector (AVX-512) */
 #define NV 4          /* vectors per micro-tile row */
+#else
+#define VW 4          /* doubles per vector (AVX2) */
+#define NV 2
+#endif
 #define MR 6          /* micro-tile rows */
-#define NR (VW * NV)  /* micro-tile columns = 32 */
+#define NR (VW * NV)  /* micro-tile columns: 32 (AVX-512) or 8 (AVX2) */
 #define KC 256
 #define MC 128
 #define NC 3072
 
-typedef double v8d __attribute__((vector_size(VW * sizeof(double))));
+typedef double vd __attribute__((vector_size(VW * sizeof(double))));
 
 static inline int min_int(int a, int b) { return a < b ? a : b; }
 static inline int round_up(int x, int m) { return (x + m - 1) / m * m; }
 
 /* Unaligned vector access to C (memcpy compiles to vmovupd). */
-static inline v8d loadu(const double *p) { v8d v; memcpy(&v, p, sizeof v); return v; }
-static inline void storeu(double *p, v8d v) { memcpy(p, &v, sizeof v); }
+static inline vd loadu(const double *p) { vd v; memcpy(&v, p, sizeof v); return v; }
+static inline void storeu(double *p, vd v) { memcpy(p, &v, sizeof v); }
 
 /* One rank-1 update of the register tile: acc += a[0..MR) x b[0..NR). */
-static inline __attribute__((always_inline)) void rank1(v8d acc[MR][NV],
+static inline __attribute__((always_inline)) void rank1(vd acc[MR][NV],
         const double *restrict a, const double *restrict b)
 {
-    v8d bv[NV];
+    vd bv[NV];
     for (int v = 0; v < NV; v++)
-        bv[v] = *(const v8d *)(b + VW * v);  /* packed B is 64-byte aligned */
+        bv[v] = *(const vd *)(b + VW * v);  /* packed B is 64-byte aligned */
     for (int i = 0; i < MR; i++) {
         const double ai = a[i];
         for (int v = 0; v < NV; v++)
@@ -86,10 +96,10 @@ static inline __attribute__((always_inline)) void micro_kernel(int kc,
         const double *restrict a, const double *restrict b,
         double *restrict c, int ldc, int first)
 {
-    v8d acc[MR][NV];
+    vd acc[MR][NV];
     for (int i = 0; i < MR; i++)
         for (int v = 0; v < NV; v++)
-            acc[i][v] = (v8d){0};
+            acc[i][v] = (vd){0};
 
     int k = 0;
     for (; k + 1 < kc; k += 2) {  /* unrolled by two: less loop overhead */

@@ -16,6 +16,7 @@ import random
 import re
 from dataclasses import dataclass
 
+from hpcrl_core.bench.node import vector_doubles
 from hpcrl_core.bench.techniques import Technique
 from hpcrl_core.data.dgemm.kinds.style import Draft, Style, includes, render
 
@@ -50,7 +51,7 @@ def _random_cfg(rng: random.Random) -> _Cfg:
     if kind == "scalar":  # NR = 8 scalars, no k unrolling (the scalar micro-kernel has its own k loop)
         w, mr, nv, unroll = 8, rng.choice(_SCALAR_MR), 1, 1
     else:
-        w = rng.choice((8, 8, 8, 4))
+        w = min(rng.choice((8, 8, 8, 4)), vector_doubles())  # the node's width: no AVX-512 code without AVX-512
         mr, nv = rng.choice(_SHAPES[w])
         unroll = rng.choice((1, 2, 2, 4))
     return _Cfg(w, kind, mr, nv, rng.choice((128, 192, 256, 256, 320, 384)), rng.choice((64, 96, 120, 128, 192, 256)),

@@ -15,6 +15,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from hpcrl_core.bench.node import vector_doubles
 from hpcrl_core.bench.techniques import Technique
 from hpcrl_core.data.dgemm.kinds.style import (
     Draft,
@@ -91,7 +92,8 @@ class Vec:
 
 
 def _random_vec(rng: random.Random) -> Vec:
-    return Vec(rng.choice((4, 8, 8)), rng.choice(("intrin", "ext", "extmem")))
+    w = min(rng.choice((4, 8, 8)), vector_doubles())  # the node's width: no AVX-512 code without AVX-512
+    return Vec(w, rng.choice(("intrin", "ext", "extmem")))
 
 
 def _vec_steps(vec: Vec, c: str, b: str, a: str, j: str, nvec: int) -> str:
