@@ -1,4 +1,5 @@
-"""Create or update the ``train-dgemm`` and ``train-hargo`` deployments (flow and deployment of the same name) on a
+"""Create or update the ``train-dgemm`` and ``train-hargo`` deployments (flow and deployment of the same name) and
+``evaluate-dgemm/evaluate`` (the evaluation of given checkpoints on the CPU agents, docs/agents.md) on a
 local process work pool (``hpcrl-local``, created if missing) of the Prefect server at ``PREFECT_API_URL``. The code is
 this checkout (local source: the worker runs the flow with the repository root as working directory), so a
 deployment run does what ``make run`` does.
@@ -32,12 +33,16 @@ from hpcrl_core.runtime_env import ROOT
 POOL = "hpcrl-local"
 DEPLOYMENT = "train-dgemm"
 ENTRYPOINT = "flows/train_dgemm.py:train_dgemm"
-# every pipeline deployment: name -> (entrypoint, description); `make serve` creates or updates them all
-PIPELINES = {
-    DEPLOYMENT: (ENTRYPOINT, "prepare -> sft -> rl_dgemm -> evaluate_dgemm (dvc repro) -> register"),
+# every deployment: name -> (entrypoint, description, environment of its runs); `make serve` creates or updates
+# them all
+PIPELINES: dict[str, tuple[str, str, dict[str, str]]] = {
+    DEPLOYMENT: (ENTRYPOINT, "prepare -> sft -> rl_dgemm -> evaluate_dgemm (dvc repro) -> register", {}),
     "train-hargo": ("flows/train_hargo.py:train_hargo",
                     "prepare -> sft_hargo -> rl_hargo (methods x seeds) -> preferences -> offline (methods x seeds) "
-                    "-> evaluate_hargo (dvc repro) -> register"),
+                    "-> evaluate_hargo (dvc repro) -> register", {}),
+    # docs/agents.md: the held-out evaluation of the checkpoints given as parameters (sft_dir, rl_dir, report)
+    "evaluate": ("flows/evaluate.py:evaluate_dgemm", "held-out DGEMM evaluation of given checkpoints, the kernels "
+                 "timed by the CPU agents of this server (hpcrl agent)", {"HPCRL_BENCH_BACKEND": "agents"}),
 }
 
 
@@ -72,12 +77,12 @@ def deploy(pool: str = POOL, name: str = DEPLOYMENT, source: Path = ROOT, pipeli
     api_url()
     if pipeline_name not in PIPELINES:
         raise ConfigError(f"deploy: unknown pipeline {pipeline_name!r}; allowed: {', '.join(PIPELINES)}")
-    entrypoint, description = PIPELINES[pipeline_name]
+    entrypoint, description, env = PIPELINES[pipeline_name]
     ensure_pool(pool)
     pipeline = flow.from_source(source=str(source), entrypoint=entrypoint)
     assert isinstance(pipeline, Flow)  # from_source and deploy return plain values when called from sync code
     deployment_id = pipeline.deploy(name=name, work_pool_name=pool, print_next_steps=False, ignore_warnings=True,
-                                    description=description)
+                                    description=description, job_variables={"env": env} if env else None)
     assert isinstance(deployment_id, UUID)
     return deployment_id
 

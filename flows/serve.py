@@ -180,6 +180,7 @@ In your shell (the Prefect CLI and `make run` talk to this server only with it):
   export PREFECT_API_URL={api_url}
   {Path(sys.executable).with_name("prefect")} deployment run 'train-dgemm/{DEPLOYMENT}'
   {Path(sys.executable).with_name("prefect")} deployment run 'train-hargo/train-hargo'   (the HARGO comparison)
+  {Path(sys.executable).with_name("prefect")} deployment run 'evaluate-dgemm/evaluate'   (CPU agents: docs/agents.md)
 Stop both: make stop""")
     return api_url
 

@@ -4,6 +4,7 @@
     hpcrl bench FILE... [--n N] [--json]      benchmark kernel files (or model completions)
     hpcrl bench --reference [--json]          measure this node: naive, best shipped kernel, numpy, peak
     hpcrl bench --ladder                      benchmark the shipped kernel ladder
+    hpcrl bench FILE... --backend agents      the same, timed by CPU agents (flows/cli.py: agent, status)
 
 Test: ``pytest tests/test_cli.py``.
 """
@@ -60,11 +61,13 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     # model_copy skips validation; re-validate so overrides obey the same rules as params.yaml (only bench changed,
     # and only bench is read: the dvc stage node_reference lists that section alone)
     params = params.model_copy(update={"bench": BenchParams.model_validate(bench.model_dump())})
-    return run_bench_command(params, Settings(), files=[Path(f) for f in args.files], reference=args.reference,
+    settings = Settings(bench_backend=args.backend) if args.backend else Settings()
+    return run_bench_command(params, settings, files=[Path(f) for f in args.files], reference=args.reference,
                              ladder=args.ladder, as_json=args.json, report=Path(args.report) if args.report else None)
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The core commands; ``flows/cli.py`` (the installed ``hpcrl``) adds those that need Prefect."""
     ap = argparse.ArgumentParser(prog="hpcrl", description="Post-train language models on HPC work with rewards "
                                  "measured on real machines.")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -88,12 +91,15 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--params", default=str(DEFAULT_PARAMS), help="params file (default: params.yaml)")
     bench.add_argument("--no-cache", action="store_true", help="measure again even if a result is cached")
     bench.add_argument("--cores-per-slot", type=int, help="cores per timed run (default: bench.executor)")
+    bench.add_argument("--backend", choices=("local", "agents"),
+                       help="where kernels are timed: this machine, or CPU agents through PREFECT_API_URL "
+                       "(default: HPCRL_BENCH_BACKEND, else local)")
     bench.set_defaults(func=_cmd_bench)
     return ap
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def main(argv: Sequence[str] | None = None, parser: argparse.ArgumentParser | None = None) -> int:
+    args = (parser or build_parser()).parse_args(argv)
     try:
         return int(args.func(args))
     except HPCRLError as err:

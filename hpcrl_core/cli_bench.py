@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from hpcrl_core.bench.engine import Engine
-from hpcrl_core.bench.executor import LocalExecutor, local_executor
+from hpcrl_core.bench.executor import LocalExecutor, bench_backend, local_executor
 from hpcrl_core.bench.reference import BEST_KERNEL, ladder_kernels, measure_numpy
 from hpcrl_core.bench.result import BenchResult
 from hpcrl_core.config import Params, Settings
@@ -73,6 +73,8 @@ def run_bench_command(params: Params, settings: Settings, *, files: Sequence[Pat
     for f in files:
         if not f.is_file():
             raise ConfigError(f"{f}: no such kernel file")
+    if settings.bench_backend != "local":
+        return _run_on_backend(params, settings, files=files, reference=reference, ladder=ladder, as_json=as_json)
     out: list[str] = []
     rows_files: list[dict[str, Any]] = []
     with local_executor(params.bench, settings) as ex:
@@ -131,6 +133,30 @@ def run_bench_command(params: Params, settings: Settings, *, files: Sequence[Pat
         print(f"warning: the host refuses {name}: {meaning}", file=sys.stderr)
     print("\n".join(o for o in out if o))
     return 1 if any(r["status"] != "ok" for r in rows_files) else 0
+
+
+def _run_on_backend(params: Params, settings: Settings, *, files: Sequence[Path], reference: bool, ladder: bool,
+                    as_json: bool) -> int:
+    """``hpcrl bench`` on a remote backend (``--backend agents``): kernel files and the ladder, timed by whichever
+    agent takes each; rewards use the reference of the node that timed the kernel, peaks that node's estimate."""
+    if reference:
+        raise ConfigError("--reference measures this machine; with --backend agents each agent measures its own "
+                          "node: `hpcrl status` lists every agent's reference and peak")
+    kind = params.reward.reference if needs_reference(params.reward) else None
+    with bench_backend(params.bench, settings, reference=kind) as ex:
+        named = list(ladder_kernels().items()) if ladder else []
+        named += [(str(f), f.read_bytes().decode("utf-8", "replace")) for f in files]
+        results = ex.map([code for _, code in named], progress=_progress("kernels"))
+    rows = []
+    for (name, _), r in zip(named, results, strict=True):
+        ref = r.extra.get("node_reference_gflops")
+        row = _row(name, r, _reward_or_none(r, params, ref), r.extra.get("node_peak_gflops"))
+        rows.append({**row, "agent": r.extra.get("agent"), "node": r.extra.get("node")})
+    print(_emit(f"Kernels on agents (n={params.bench.n})", rows, as_json))
+    if not as_json:
+        agents = sorted({str(r["agent"]) for r in rows if r.get("agent")})
+        print(f"\ntimed by: {', '.join(agents) or 'no agent (no kernel reached one)'}")
+    return 1 if any(r["status"] != "ok" for r in rows[len(named) - len(files):]) else 0
 
 
 def _emit(title: str, rows: list[dict[str, Any]], as_json: bool) -> str:

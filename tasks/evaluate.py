@@ -15,6 +15,7 @@ from prefect.cache_policies import NO_CACHE
 from hpcrl_core.config import Params, Settings
 from hpcrl_core.evaluation import dgemm, plots
 from hpcrl_core.evaluation.report import samples_path_for, write_report, write_samples
+from tasks import agents_backend  # noqa: F401  registers the agents backend (HPCRL_BENCH_BACKEND=agents)
 
 
 @task(cache_policy=NO_CACHE)

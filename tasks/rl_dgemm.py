@@ -14,6 +14,7 @@ from prefect.cache_policies import NO_CACHE
 
 from hpcrl_core.config import Params
 from hpcrl_core.training import rl
+from tasks import agents_backend  # noqa: F401  registers the agents backend (HPCRL_BENCH_BACKEND=agents)
 
 
 @task(cache_policy=NO_CACHE)

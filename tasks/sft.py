@@ -16,6 +16,7 @@ from hpcrl_core.config import Params, Settings
 from hpcrl_core.evaluation import runner
 from hpcrl_core.evaluation.report import samples_path_for, write_report
 from hpcrl_core.training import sft
+from tasks import agents_backend  # noqa: F401  registers the agents backend (HPCRL_BENCH_BACKEND=agents)
 
 
 @task(cache_policy=NO_CACHE)

@@ -28,7 +28,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from pathlib import Path
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from hpcrl_core.bench.cache import ResultCache
 from hpcrl_core.bench.engine import Engine
@@ -76,11 +76,64 @@ def _better(previous: BenchResult | None, new: BenchResult) -> BenchResult:
     return dataclasses.replace(keep, extra={**keep.extra, **count})
 
 
-def local_executor(bench: BenchParams, settings: Settings, cores_per_slot: int | None = None) -> LocalExecutor:
+class BenchBackend(Protocol):
+    """What stages and ``hpcrl bench`` use of a benchmark backend: ``LocalExecutor``, or the CPU agents behind a
+    Prefect server (``tasks/agents_backend.py``). ``submit`` returns at once; a future carries the result, or a
+    ``BenchInfraError`` for a fault of the machinery."""
+
+    def submit(self, completion: str | bytes, n: int | None = None) -> Future[BenchResult]: ...
+
+    def map(self, completions: Iterable[str | bytes], n: int | None = None,
+            progress: Callable[[int, int], None] | None = None) -> list[BenchResult]: ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> BenchBackend: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+
+BackendFactory = Callable[[BenchParams, Settings, "int | None", "str | None"], BenchBackend]
+BACKENDS: dict[str, BackendFactory] = {}
+
+
+def register_backend(name: str) -> Callable[[BackendFactory], BackendFactory]:
+    """Registers a backend factory under ``name``, the value of ``HPCRL_BENCH_BACKEND`` that chooses it. The
+    ``agents`` backend needs Prefect, so the orchestration layer registers it (importing ``tasks.agents_backend``)."""
+    def add(factory: BackendFactory) -> BackendFactory:
+        BACKENDS[name] = factory
+        return factory
+    return add
+
+
+def bench_backend(bench: BenchParams, settings: Settings, cores_per_slot: int | None = None,
+                  reference: str | None = None) -> BenchBackend:
+    """The backend ``settings.bench_backend`` names, built with ``bench``. Close it (``with``).
+
+    ``reference`` (a ``reward.reference`` kind) asks a remote backend to attach the figure of the node that timed
+    each verified kernel (``extra["node_reference_gflops"]``); locally every kernel runs on this node, whose
+    reference a ``ReferenceTracker`` measures, so the local backend ignores it.
+
+    Raises:
+        ConfigError: the name is registered by no imported module.
+    """
+    factory = BACKENDS.get(settings.bench_backend)
+    if factory is None:
+        raise ConfigError(f"HPCRL_BENCH_BACKEND={settings.bench_backend!r} is not available here (known: "
+                          f"{', '.join(sorted(BACKENDS))}); the agents backend comes with the Prefect layer: run "
+                          "the stage through its flow, or `hpcrl bench --backend agents`")
+    return factory(bench, settings, cores_per_slot, reference)
+
+
+def local_executor(bench: BenchParams, settings: Settings, cores_per_slot: int | None = None,
+                   reference: str | None = None) -> LocalExecutor:
     """The one way stages build a benchmark backend: an ``Engine`` with ``bench``, the node's shared result cache
     (``<cache_dir>/bench.sqlite``) when ``bench.cache``, and a ``LocalExecutor`` over them. Close it (``with``)."""
     cache = ResultCache(Path(settings.cache_dir) / "bench.sqlite") if bench.cache else None
     return LocalExecutor(Engine(bench, settings), cache, cores_per_slot=cores_per_slot)
+
+
+register_backend("local")(local_executor)
 
 
 class LocalExecutor:

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from hpcrl_core.config.base import Section
@@ -111,6 +111,12 @@ class Settings(BaseSettings):
     scratch_dir: Path = Path(tempfile.gettempdir()) / "hpcrl-scratch"
     # one folder for every engine process on the host: timed runs queue machine-wide for the same cores
     lock_dir: Path = Path(tempfile.gettempdir()) / "hpcrl-cores"
+    # where kernels are timed: on this machine's slots, or by CPU agents through a Prefect server
+    # (docs/agents.md). An environment setting, not a param: it moves the work, not what a stage computes, so
+    # switching it must not make `dvc repro` rerun the stages
+    bench_backend: Literal["local", "agents"] = "local"
+    agents_wait_s: float = Field(60.0, gt=0, le=86_400)  # no live agent this long: an error, not a hang
+    agents_resubmits: int = Field(3, ge=0, le=20)  # infrastructure faults one kernel may survive
 
 
 def _allowed_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from hpcrl_core.bench.executor import LocalExecutor, local_executor
+from hpcrl_core.bench.executor import BenchBackend, LocalExecutor, bench_backend
 from hpcrl_core.bench.reference import measure_numpy
 from hpcrl_core.bench.result import BenchResult, Status
 from hpcrl_core.config import Params, Settings, load_params
@@ -86,13 +86,30 @@ def sample_model(model_dir: Path, problems: Sequence[Record], params: Params,
     return sample_kernels(model, tokenizer, problems, params, progress, label=str(model_dir))
 
 
-def evaluation_executor(params: Params, settings: Settings) -> LocalExecutor:
-    """The backend every DGEMM evaluation benchmarks on: ``bench.short_timing`` at ``evaluate.bench_n``, 1-core
-    slots, the node's result cache."""
-    return local_executor(params.bench.for_many(params.evaluate.bench_n), settings, cores_per_slot=1)
+def evaluation_executor(params: Params, settings: Settings) -> BenchBackend:
+    """The backend every DGEMM evaluation benchmarks on (``HPCRL_BENCH_BACKEND``): ``bench.short_timing`` at
+    ``evaluate.bench_n``, 1-core slots, the node's result cache; agents attach their node's numpy figure."""
+    return bench_backend(params.bench.for_many(params.evaluate.bench_n), settings, cores_per_slot=1,
+                         reference="numpy")
 
 
-def benchmark_groups(ex: LocalExecutor, groups: Sequence[Sequence[str]], n: int,
+def node_figures(ex: BenchBackend, results: Sequence[BenchResult], n: int) -> tuple[float, float | None, list[str]]:
+    """numpy's GFLOPS and the 1-core peak the report divides by, and the nodes that timed the kernels.
+
+    Locally: numpy measured now on a slot of this node, and its peak. On agents: the median over the verified
+    kernels of the figures of the node that timed each (0.0 and None when none verified).
+    """
+    if isinstance(ex, LocalExecutor):
+        q, lock_dir = ex.engine.params.timing.quantile, ex.engine.locks.folder
+        numpy_gflops = ex.submit_on_slot(lambda slot: measure_numpy(n, slot, quantile=q, lock_dir=lock_dir)).result()
+        return numpy_gflops.gflops, ex.engine.node.peak_gflops(1), [ex.engine.node.model]
+    numpy = [float(r.extra["node_reference_gflops"]) for r in results if "node_reference_gflops" in r.extra]
+    peaks = [float(r.extra["node_peak_gflops"]) for r in results if r.extra.get("node_peak_gflops")]
+    nodes = sorted({str(r.extra["node"]) for r in results if r.extra.get("node")})
+    return (statistics.median(numpy) if numpy else 0.0), (statistics.median(peaks) if peaks else None), nodes
+
+
+def benchmark_groups(ex: BenchBackend, groups: Sequence[Sequence[str]], n: int,
                      progress: Progress | None = None, label: str = "dgemm") -> list[list[BenchResult]]:
     """Benchmark per-problem groups of completions; results in the same shape."""
     tick = (lambda done, total: progress(f"{label}: benchmarked kernels {done}/{total}")) if progress else None
@@ -215,11 +232,9 @@ def evaluate_dgemm(models: Mapping[str, Path], data_dir: Path, params: Params, s
     permitted = permitted_sets(problems)
     samples = {name: sample_model(path, problems, params, progress) for name, path in models.items()}
     with evaluation_executor(params, settings) as ex:
-        q, lock_dir = ex.engine.params.timing.quantile, ex.engine.locks.folder
-        numpy_gflops = ex.submit_on_slot(lambda slot: measure_numpy(
-            ep.bench_n, slot, quantile=q, lock_dir=lock_dir)).result().gflops
-        peak = ex.engine.node.peak_gflops(1)
         results = {name: benchmark_groups(ex, groups, ep.bench_n, progress, name) for name, groups in samples.items()}
+        numpy_gflops, peak, nodes = node_figures(ex, [r for res in results.values() for g in res for r in g],
+                                                 ep.bench_n)
     report: dict[str, Any] = {name: model_block(res, permitted, numpy_gflops, peak) for name, res in results.items()}
     if baseline in results:
         base = problem_medians(results[baseline])
@@ -228,7 +243,8 @@ def evaluate_dgemm(models: Mapping[str, Path], data_dir: Path, params: Params, s
                 report[name][f"winrate_vs_{baseline}"] = winrate(problem_medians(res), base)
     report["meta"] = {"models": {k: str(v) for k, v in models.items()}, "problems": len(problems),
                       "k": ep.samples_per_problem, "bench_n": ep.bench_n, "temperature": ep.temperature,
-                      "numpy_gflops": numpy_gflops, "peak_gflops": peak, "bench_note": bench_note(params)}
+                      "numpy_gflops": numpy_gflops, "peak_gflops": peak, "bench_note": bench_note(params),
+                      "bench_backend": settings.bench_backend, "nodes": nodes}
     rows = [row for name in models for row in dgemm_rows(name, problems, results[name], samples[name])]
     return report, rows
 

@@ -134,11 +134,13 @@ class DgemmGflopsReward:
         self.n = ctx.params.rl_dgemm.bench_n
         reward = ctx.params.reward
         if needs_reference(reward):
-            if ctx.reference is None:
+            # the agents backend attaches to each result the reference of the node that timed it
+            per_node = getattr(ctx.executor, "node_reference", None) == reward.reference
+            if ctx.reference is None and not per_node:
                 raise ConfigError(f"reward.mode {reward.mode!r} needs a reference figure but the reward context has "
                                   "none; build a ReferenceTracker(executor, reward.reference, reward.reference_ttl_s) "
                                   "or set reward.mode: gflops")
-            if ctx.reference.kind != reward.reference:
+            if ctx.reference is not None and ctx.reference.kind != reward.reference:
                 raise ConfigError(f"reward.reference is {reward.reference!r} but the context's reference tracker "
                                   f"measures {ctx.reference.kind!r}; build the tracker with reward.reference")
         self.last_stats: BatchStats | None = None
@@ -163,7 +165,8 @@ class DgemmGflopsReward:
         texts = [completion_text(c) for c in completions]
         allowed = permitted_sets(permitted, len(texts))
         results, partial = self._benchmark(texts)
-        scored = [self._score(r, a, partial.reference_gflops) for r, a in zip(results, allowed, strict=True)]
+        scored = [self._score(r, a, r.extra.get("node_reference_gflops", partial.reference_gflops))
+                  for r, a in zip(results, allowed, strict=True)]
         rewards = [reward for reward, _ in scored]
         outcomes = tuple(outcome for _, outcome in scored)
         gflops = tuple(float(r.gflops or 0.0) for r, (_, o) in zip(results, scored, strict=True) if o == "ok")
@@ -200,6 +203,9 @@ class DgemmGflopsReward:
         if self.ctx.reference is not None and needs_reference(self.ctx.params.reward):
             reference = self.ctx.reference.gflops(self.n)  # cheap when fresh; else measured on a free slot
         results = [futures[t].result() for t in texts]  # re-raises a BenchInfraError of any job
+        node_refs = [float(r.extra["node_reference_gflops"]) for r in results if "node_reference_gflops" in r.extra]
+        if reference is None and node_refs:  # logged: the median of the figures of the nodes that timed the batch
+            reference = statistics.median(node_refs)
         bench_s = time.monotonic() - t0
         # one engine run per distinct future: the executor hands identical in-flight kernels the same future
         runs = len({id(f) for f in futures.values() if not f.result().cached})

@@ -36,7 +36,7 @@ from trl import GRPOConfig, GRPOTrainer
 
 from hpcrl_core.algorithms.archive import ARCHIVE_FILE, QDArchive
 from hpcrl_core.algorithms.sqd import STATE_FILE, SQDCurriculum, problems_from_records
-from hpcrl_core.bench.executor import LocalExecutor, local_executor
+from hpcrl_core.bench.executor import BenchBackend, LocalExecutor, bench_backend
 from hpcrl_core.bench.reference import ReferenceTracker
 from hpcrl_core.bench.result import BenchResult
 from hpcrl_core.config import Params, RLDgemmParams, Settings, load_params
@@ -181,7 +181,7 @@ class RLRun:
 
     trainer: SQDGRPOTrainer
     rollouts: Rollouts
-    executor: LocalExecutor
+    executor: BenchBackend
     reward_funcs: list[Callable[..., Any]]
 
     def close(self) -> None:
@@ -203,9 +203,11 @@ def build_rl_trainer(params: Params, data_dir: Path, sft_dir: Path, output_dir: 
     model, tokenizer = load_saved_policy(sft_dir, trainable=True, key="sft_dir")
     dataset = fitting_prompt_rows(rl_dataset(curriculum), model, tokenizer, rp.max_completion_length, "rl_dgemm")
     settings = settings or Settings()
-    executor = local_executor(params.bench.for_many(rp.bench_n), settings)
-    reference = (ReferenceTracker(executor, params.reward.reference, params.reward.reference_ttl_s)
-                 if needs_reference(params.reward) else None)
+    kind = params.reward.reference if needs_reference(params.reward) else None
+    executor = bench_backend(params.bench.for_many(rp.bench_n), settings, reference=kind)
+    # locally one node times everything: a tracker measures its reference; agents attach their node's to each result
+    reference = (ReferenceTracker(executor, kind, params.reward.reference_ttl_s)
+                 if kind and isinstance(executor, LocalExecutor) else None)
     rollouts = Rollouts(curriculum, QDArchive(curriculum.problem_ids))
     ctx = RewardContext(params=params, executor=executor, reference=reference, observer=rollouts)
     funcs = [factory(ctx) for factory in factories]

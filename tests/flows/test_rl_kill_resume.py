@@ -3,7 +3,7 @@ complete checkpoint when run again, with the SQD curriculum where the killed run
 ``dvc repro rl_dgemm`` does after a crash, since ``checkpoints/rl_dgemm`` is a persisted out. In MLflow the resumed
 stage continues the killed run.
 
-Run: pytest tests/flows/test_rl_kill_resume.py
+Run: pytest -m slow tests/flows/test_rl_kill_resume.py (make test-slow)
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ from hpcrl_core.config import Settings
 from tests.flows.stage_process import logged_steps, newest_complete_step, stage_runs, start_stage, wait_for
 from tests.training.test_rl import rl_inputs, rl_params
 
-pytestmark = pytest.mark.integration
+# slow: two stage processes that each load torch, TRL, Prefect and MLflow (~95 s here); the resume logic itself is
+# in the default run (tests/training/test_rl.py, test_sft.py, tests/test_tracking.py)
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 PROBLEMS = 4
 STEPS = 24  # one group (one problem visit) per step

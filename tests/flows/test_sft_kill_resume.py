@@ -2,7 +2,7 @@
 checkpoint when run again: what ``dvc repro sft`` does after a crash, since ``checkpoints/sft`` is a persisted out.
 In MLflow the resumed stage continues the killed run, which therefore holds the whole training curve.
 
-Run: pytest tests/flows/test_sft_kill_resume.py
+Run: pytest -m slow tests/flows/test_sft_kill_resume.py (make test-slow)
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ import pytest
 from tests.flows.stage_process import logged_steps, newest_complete_step, stage_runs, start_stage, wait_for
 from tests.flows.test_sft_flow import flow_data, params_file
 
-pytestmark = pytest.mark.integration
+# slow: two stage processes that each load torch, TRL, Prefect and MLflow (~95 s here); the resume logic itself is
+# in the default run (tests/training/test_rl.py, test_sft.py, tests/test_tracking.py)
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 STEPS = 150
 

@@ -224,3 +224,33 @@ def test_stats_count_disturbed_figures() -> None:
     m = BatchStats(("ok", "ok", "compile_error", "ok"), (10.0, 11.0, 12.0), 0, 3, 0.5, None, disturbed=1).metrics()
     assert m["reward/disturbed_share"] == 0.25
     assert BatchStats(("ok",), (1.0,), 0, 1, 0.1, None).metrics()["reward/disturbed_share"] == 0.0
+
+
+class TwoNodeExecutor:
+    """Results as the agents backend returns them from two CPUs: the same 12 GFLOPS, timed on a node whose numpy
+    reaches 24 (the first kernel) and on one whose numpy reaches 12 (the second)."""
+
+    node_reference = "numpy"
+
+    def submit(self, completion: str | bytes, n: int | None = None) -> Future[BenchResult]:
+        slow_node = "s + 0.0 * 1;" in str(completion)
+        fut: Future[BenchResult] = Future()
+        fut.set_result(BenchResult(Status.OK, n=n or 64, gflops=12.0, extra={
+            "agent": "b" if slow_node else "a", "node_reference": "numpy",
+            "node_reference_gflops": 12.0 if slow_node else 24.0}))
+        return fut
+
+
+def test_relative_rewards_use_the_reference_of_the_node_that_timed_each_kernel() -> None:
+    rec = Recorder()
+    fn = DgemmGflopsReward(RewardContext(_params(mode="relative", scale=10.0), TwoNodeExecutor(),
+                                         observer=rec.observe))  # no tracker: each result carries its node's figure
+    fast_node, slow_node = fn(completions=[_variant(0), _variant(1)], permitted=[[], []],
+                              log_metric=rec.metrics.__setitem__)
+    assert (fast_node, slow_node) == (pytest.approx(5.0), pytest.approx(10.0))  # 12/24 and 12/12 of the scale
+    assert rec.metrics["reward/reference_gflops"] == pytest.approx(18.0)  # logged: the median of the two
+
+
+def test_a_backend_without_node_references_still_needs_a_tracker() -> None:
+    with pytest.raises(ConfigError, match="needs a reference figure"):
+        DgemmGflopsReward(RewardContext(_params(mode="relative"), FakeExecutor(False)))

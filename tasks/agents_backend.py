@@ -1,0 +1,362 @@
+"""The ``agents`` benchmark backend: kernels timed by CPU agents (``hpcrl agent``) through Prefect task runs.
+
+Same interface as ``LocalExecutor`` (``submit`` / ``submit_async`` / ``map`` / ``close``), same results: each kernel
+is benchmarked by an agent's local engine with the client's engine params, so its cache key is the one a local run
+on that node has. Choose it with ``HPCRL_BENCH_BACKEND=agents`` (or ``hpcrl bench --backend agents``).
+
+Prefect's server does not reschedule a task run whose worker died after taking it, so this backend owns delivery:
+
+- It keeps at most as many kernels outstanding as the live agents have slots: a run it submitted is running, or
+  about to, on some agent, and a kernel's deadline can count from its submission.
+- A kernel whose run failed for a fault of the machinery, crashed, or was held by an agent whose heartbeat stopped
+  (``tasks/bench_agent.py``) is submitted again; so is one past its deadline (compile + run timeouts of every
+  timed attempt, plus slack). At most ``resubmits`` times, then its future gets a ``BenchInfraError``.
+- One result per kernel: the first attempt to complete sets it, keyed by the request key (normalised code, n,
+  slot size, engine params); a slow agent's late answer is ignored. A kernel's own failure is a result, never
+  retried.
+- No live agent for ``HPCRL_AGENTS_WAIT_S`` seconds: a ``BenchInfraError`` that says so, not a hang.
+
+Test: ``pytest tests/tasks/test_agents_backend.py``; with a server and two agents:
+``pytest -m integration tests/tasks/test_agents.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import os
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+from hpcrl_core.bench.executor import register_backend
+from hpcrl_core.bench.extract import extract_code, normalise_code
+from hpcrl_core.bench.result import BenchResult, Status, failure
+from hpcrl_core.config import BenchParams, Settings
+from hpcrl_core.errors import BenchInfraError, ConfigError
+from tasks.bench_agent import HEARTBEAT_S, STALE_AFTER, VARIABLE_PREFIX, bench_request
+
+FINAL_OK = "COMPLETED"
+SLACK_S = 30.0  # slot waits, delivery and result storage on top of a kernel's own timeouts
+
+
+def api_url() -> str:
+    """The Prefect server's API URL from ``PREFECT_API_URL``.
+
+    Raises:
+        ConfigError: it is not set.
+    """
+    url = os.environ.get("PREFECT_API_URL", "").rstrip("/")
+    if not url:
+        raise ConfigError("the agents backend needs a Prefect server: set PREFECT_API_URL (e.g. `make serve` prints "
+                          "`export PREFECT_API_URL=http://127.0.0.1:4200/api`)")
+    return url
+
+
+def check_server(url: str, timeout_s: float = 5.0) -> None:
+    """Raises ``BenchInfraError`` naming ``url`` when the server does not answer its health check."""
+    try:
+        with urllib.request.urlopen(f"{url}/health", timeout=timeout_s) as response:
+            if response.status == 200:
+                return
+            reason = f"HTTP {response.status}"
+    except (urllib.error.URLError, OSError, TimeoutError) as err:
+        reason = str(getattr(err, "reason", err))
+    raise BenchInfraError(f"the Prefect server at {url} does not answer ({reason}); start it (`make serve`) or "
+                          "fix PREFECT_API_URL")
+
+
+def request_key(code: str, n: int, cores_per_slot: int, bench: BenchParams) -> str:
+    """The identity of a kernel request, the same on every node: normalised code, n, slot size, engine params."""
+    h = hashlib.sha256()
+    for part in (normalise_code(code), str(n), str(cores_per_slot), bench.model_dump_json()):
+        h.update(part.encode("utf-8", "surrogatepass"))
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def read_agents(client: Any) -> list[dict[str, Any]]:
+    """Every agent heartbeat the server holds, live or not, each with ``age_s`` and ``live`` added."""
+    now = time.time()
+    out = []
+    for var in client.read_variables(limit=None):
+        if not var.name.startswith(VARIABLE_PREFIX):
+            continue
+        try:
+            record = json.loads(var.value) if isinstance(var.value, str) else dict(var.value)
+        except (TypeError, ValueError):
+            continue
+        age = now - float(record.get("last_heartbeat", 0))
+        out.append({**record, "age_s": age, "live": age < STALE_AFTER * HEARTBEAT_S})
+    return out
+
+
+def kernel_budget_s(bench: BenchParams) -> float:
+    """How long one kernel may take on an agent before it counts as lost: every timed attempt's timeouts."""
+    return bench.compile_timeout_s + (1 + bench.timing.disturbed_retries) * bench.run_timeout_s + SLACK_S
+
+
+@dataclass
+class Attempt:
+    run_id: str
+    submitted: float
+
+
+@dataclass
+class Entry:
+    key: str
+    request: dict[str, Any]
+    future: Future[BenchResult]
+    attempts: list[Attempt] = field(default_factory=list)
+    faults: list[str] = field(default_factory=list)
+
+
+class AgentsExecutor:
+    """See the module docstring. Use as a context manager, or call ``close()``.
+
+    Args:
+        bench: the engine params every agent uses for these kernels (``bench.for_many(n)`` for rewards).
+        settings: ``agents_wait_s`` (how long to wait for a live agent) and ``agents_resubmits``.
+        cores_per_slot: slot size of the timed runs (default ``bench.executor.cores_per_slot``).
+        reference: ask each agent for its node's reference figure of this kind (``reward.reference``) with every
+            verified kernel (``extra["node_reference_gflops"]``), for rewards relative to the node that timed it.
+        poll_s: how often the run states are read.
+    """
+
+    def __init__(self, bench: BenchParams, settings: Settings, cores_per_slot: int | None = None, *,
+                 reference: str | None = None, reference_ttl_s: float = 600.0, poll_s: float = 0.05) -> None:
+        from prefect.client.orchestration import get_client
+
+        self.url = api_url()
+        check_server(self.url)
+        self.bench = bench
+        self.cores_per_slot = cores_per_slot or bench.executor.cores_per_slot
+        self.wait_s, self.resubmits = settings.agents_wait_s, settings.agents_resubmits
+        self.node_reference, self.reference_ttl_s, self.poll_s = reference, reference_ttl_s, poll_s
+        self.budget_s = kernel_budget_s(bench)
+        self.completed = 0
+        self.resubmitted = 0
+        self._client = get_client(sync_client=True)
+        self._client.__enter__()
+        self._lock = threading.Lock()
+        self._entries: dict[str, Entry] = {}  # unfinished kernels by request key
+        self._queue: list[Entry] = []  # not yet submitted (again)
+        self._runs: dict[str, Entry] = {}  # outstanding run id -> its kernel
+        self._agents: list[dict[str, Any]] = []
+        self._agents_read = 0.0
+        self._no_agent_since: float | None = None
+        self._stop = threading.Event()
+        self.agents = self._wait_for_agents()
+        self._thread = threading.Thread(target=self._loop, daemon=True, name="agents-backend")
+        self._thread.start()
+
+    # -- the LocalExecutor interface ---------------------------------------------------------------------------
+    def submit(self, completion: str | bytes, n: int | None = None) -> Future[BenchResult]:
+        """Queue one completion; returns a future of its result (at once)."""
+        n = n or self.bench.n
+        ex = extract_code(completion, self.bench.max_code_bytes)
+        if ex.code is None:  # as the engine answers it, without a round trip
+            done: Future[BenchResult] = Future()
+            done.set_result(failure(Status.FORMAT_VIOLATION, ex.error or "no code", n=n))
+            return done
+        key = request_key(ex.code, n, self.cores_per_slot, self.bench)
+        with self._lock:
+            if key in self._entries:
+                return self._entries[key].future
+            request = {"completion": completion if isinstance(completion, str) else completion.decode("utf-8",
+                                                                                                      "replace"),
+                       "n": n, "bench": self._bench_for_agents(), "key": key, "reference": self.node_reference,
+                       "reference_ttl_s": self.reference_ttl_s}
+            entry = Entry(key, request, Future())
+            self._entries[key] = entry
+            self._queue.append(entry)
+            return entry.future
+
+    async def submit_async(self, completion: str | bytes, n: int | None = None) -> BenchResult:
+        return await asyncio.wrap_future(self.submit(completion, n))
+
+    def map(self, completions: Iterable[str | bytes], n: int | None = None,
+            progress: Callable[[int, int], None] | None = None) -> list[BenchResult]:
+        """Benchmark a batch; results in input order. ``progress(done, total)`` is called as results arrive."""
+        futures = [self.submit(c, n) for c in completions]
+        if progress:
+            for done, f in enumerate(futures, 1):
+                f.result()
+                progress(done, len(futures))
+        return [f.result() for f in futures]
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        with self._lock:
+            left = list(self._entries.values())
+            self._entries.clear()
+        for entry in left:
+            if not entry.future.done():
+                entry.future.set_exception(BenchInfraError("the agents backend was closed before this kernel's "
+                                                           "result came back"))
+        self._client.__exit__(None, None, None)
+
+    def __enter__(self) -> AgentsExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- delivery ----------------------------------------------------------------------------------------------
+    def _bench_for_agents(self) -> dict[str, Any]:
+        executor = self.bench.executor.model_copy(update={"cores_per_slot": self.cores_per_slot, "cores": ()})
+        return self.bench.model_copy(update={"executor": executor}).model_dump(mode="json")
+
+    def _live(self, force: bool = False) -> list[dict[str, Any]]:
+        """Live agents with this slot size (read at most every half heartbeat)."""
+        now = time.monotonic()
+        if force or now - self._agents_read > HEARTBEAT_S / 2:
+            self._agents = [a for a in read_agents(self._client)
+                            if a["live"] and int(a.get("cores_per_slot", 0)) == self.cores_per_slot]
+            self._agents_read = now
+        return self._agents
+
+    def _wait_for_agents(self) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + self.wait_s
+        while True:
+            live = self._live(force=True)
+            if live:
+                return live
+            if time.monotonic() >= deadline:
+                raise BenchInfraError(self._no_agent_message())
+            time.sleep(0.5)
+
+    def _no_agent_message(self) -> str:
+        return (f"no CPU agent with {self.cores_per_slot}-core slots has a live heartbeat at {self.url} after "
+                f"{self.wait_s:.0f} s: start one with `hpcrl agent --slots N` (HPCRL_AGENTS_WAIT_S sets the wait)")
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._step()
+            except Exception as err:  # the server went away: every waiting kernel learns it
+                self._fail_all(BenchInfraError(f"the agents backend lost the Prefect server at {self.url}: {err}"))
+            self._stop.wait(self.poll_s)
+
+    def _step(self) -> None:
+        live = self._live()
+        now = time.monotonic()
+        with self._lock:
+            waiting = bool(self._entries)
+        if not live and waiting:
+            self._no_agent_since = self._no_agent_since or now
+            if now - self._no_agent_since > self.wait_s:
+                self._fail_all(BenchInfraError(self._no_agent_message()))
+                return
+        else:
+            self._no_agent_since = None
+        self._collect(now, live)
+        self._dispatch(sum(int(a.get("slots", 0)) for a in live))
+
+    def _dispatch(self, capacity: int) -> None:
+        while True:
+            with self._lock:
+                if not self._queue or len(self._runs) >= capacity:
+                    return
+                entry = self._queue.pop(0)
+            request = {**entry.request, "nonce": uuid.uuid4().hex}  # one Prefect run per attempt, never a cache hit
+            run = bench_request.apply_async(kwargs={"request": request})
+            with self._lock:
+                entry.attempts.append(Attempt(str(run.task_run_id), time.monotonic()))
+                self._runs[str(run.task_run_id)] = entry
+
+    def _collect(self, now: float, live: list[dict[str, Any]]) -> None:
+        from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterId
+
+        with self._lock:
+            run_ids = list(self._runs)
+        if not run_ids:
+            return
+        runs = self._client.read_task_runs(task_run_filter=TaskRunFilter(id=TaskRunFilterId(any_=[
+            uuid.UUID(r) for r in run_ids])), limit=len(run_ids))
+        held_by_live = {r for a in live for r in a.get("in_flight", [])}
+        free = sum(int(a.get("slots", 0)) for a in live) - len(held_by_live)
+        for run in runs:
+            run_id, state = str(run.id), run.state
+            entry = self._runs.get(run_id)
+            if entry is None or state is None:
+                continue
+            attempt = next(a for a in entry.attempts if a.run_id == run_id)
+            if state.type.value == FINAL_OK:
+                self._finish(run_id, entry, state)
+            elif state.is_final():
+                self._retry(run_id, entry, f"run {run_id} ended {state.type.value}: {state.message or ''}".strip())
+            elif now - attempt.submitted > STALE_AFTER * HEARTBEAT_S and run_id not in held_by_live and (
+                    state.type.value == "RUNNING" or free > 0):
+                # running, but on no live agent; or waiting while an agent has a slot free: delivered to an agent
+                # that died before it started (the server hands a run out once)
+                self._retry(run_id, entry, f"run {run_id} ({state.type.value}) is held by no live agent: its "
+                            "agent stopped", crash=True)
+            elif now - attempt.submitted > self.budget_s:
+                self._retry(run_id, entry, f"run {run_id} passed its deadline of {self.budget_s:.0f} s", crash=True)
+
+    def _finish(self, run_id: str, entry: Entry, state: Any) -> None:
+        try:
+            data = state.result()
+        except Exception as err:  # the result store lost or refused it: an infrastructure fault
+            self._retry(run_id, entry, f"run {run_id}: its result could not be read from the result store: {err}")
+            return
+        result = BenchResult.from_dict(data)
+        with self._lock:
+            self._runs.pop(run_id, None)
+            for other in entry.attempts:  # a duplicate still running elsewhere is ignored when it answers
+                self._runs.pop(other.run_id, None)
+            self._entries.pop(entry.key, None)
+            self.completed += 1
+        entry.future.set_result(result)
+
+    def _retry(self, run_id: str, entry: Entry, fault: str, crash: bool = False) -> None:
+        with self._lock:
+            self._runs.pop(run_id, None)
+            entry.faults.append(fault)
+            exhausted = len(entry.attempts) > self.resubmits
+            if exhausted:
+                self._entries.pop(entry.key, None)
+            else:
+                self._queue.insert(0, entry)
+                self.resubmitted += 1
+        if crash:
+            self._mark_crashed(run_id, fault)
+        if exhausted:
+            entry.future.set_exception(BenchInfraError(f"kernel {entry.key[:12]} got no result after "
+                                                       f"{len(entry.attempts)} attempts: " + "; ".join(entry.faults)))
+
+    def _mark_crashed(self, run_id: str, why: str) -> None:
+        """A run its agent took with it would show RUNNING forever in the UI: close it as CRASHED."""
+        from prefect.states import Crashed
+
+        with contextlib.suppress(Exception):  # else the record stays stale; the kernel is resubmitted either way
+            self._client.set_task_run_state(uuid.UUID(run_id), Crashed(message=why), force=True)
+
+    def _fail_all(self, error: BenchInfraError) -> None:
+        with self._lock:
+            entries = list(self._entries.values())
+            self._entries.clear()
+            self._queue.clear()
+            self._runs.clear()
+        for entry in entries:
+            if not entry.future.done():
+                entry.future.set_exception(error)
+
+
+def agents_executor(bench: BenchParams, settings: Settings, cores_per_slot: int | None = None,
+                    reference: str | None = None) -> AgentsExecutor:
+    """The ``agents`` entry of ``hpcrl_core.bench.executor.BACKENDS`` (``HPCRL_BENCH_BACKEND=agents``)."""
+    return AgentsExecutor(bench, settings, cores_per_slot, reference=reference)
+
+
+register_backend("agents")(agents_executor)

@@ -1,0 +1,139 @@
+"""CPU agents end to end: a real Prefect server, two agents as separate processes (``hpcrl agent``), a client
+process on the agents backend. One agent is killed with SIGKILL while it times a kernel; every kernel still gets
+exactly one result. Without a matching agent the client stops with a clear error after its bounded wait.
+
+Run: pytest -m integration tests/tasks/test_agents.py  (about a minute; most of it is Prefect starting up)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+
+from flows.agents_stack import Stack, agents_stack, read_heartbeats
+from flows.serve import terminate
+from hpcrl_core.runtime_env import ROOT
+from tests.conftest import FAST_BENCH
+from tests.helpers import public_tmp
+
+pytestmark = pytest.mark.integration
+
+# a client on the agents backend: N distinct correct kernels at n = 96 that each take a few seconds (the product is
+# computed 300 times per call), so that a kill lands while one is timed; prints one JSON line of what came back
+CLIENT = textwrap.dedent("""
+    import json, sys
+    from hpcrl_core.config import load_params, Settings
+    from tasks.agents_backend import AgentsExecutor
+    params = load_params(sys.argv[1])
+    count, cores_per_slot = int(sys.argv[2]), int(sys.argv[3])
+    kernel = ("void dgemm(int n, const double *A, const double *B, double *C) {{ for (int r = 0; r < 300; r++) "
+              "for (int i = 0; i < n; i++) for (int j = 0; j < n; j++) {{ double s = 0.0 * {k}; "
+              "for (int k = 0; k < n; k++) s += A[i*n+k] * B[k*n+j]; C[i*n+j] = s; }} }}")
+    with AgentsExecutor(params.bench, Settings(), cores_per_slot) as ex:
+        results = ex.map([kernel.format(k=k) for k in range(count)])
+        print(json.dumps({"results": [{"status": r.status.value, "key": r.key, "agent": r.extra.get("agent")}
+                                      for r in results],
+                          "completed": ex.completed, "resubmitted": ex.resubmitted}))
+""")
+
+
+def agents(url: str) -> list[dict[str, object]]:
+    return read_heartbeats(url)
+
+
+def wait_for(check: object, timeout_s: float, what: str) -> object:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        got = check()  # type: ignore[operator]
+        if got:
+            return got
+        time.sleep(0.2)
+    raise AssertionError(f"{what} not seen within {timeout_s:.0f} s")
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """A Prefect server with a private home, no agent yet; engine folders a sandbox user can reach."""
+    home = tmp_path_factory.mktemp("prefect-home")
+    dirs = public_tmp(home)
+    params = home / "params.yaml"
+    params.write_text(yaml.safe_dump({"bench": {**FAST_BENCH, "n": 96}}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HPCRL_")}
+    env.update(HPCRL_CACHE_DIR=str(dirs / "cache"), HPCRL_SCRATCH_DIR=str(dirs / "scratch"),
+               HPCRL_LOCK_DIR=str(dirs / "locks"))
+    with agents_stack(home, params, env=env) as running:
+        yield running
+
+
+def client(stack: Stack, count: int, cores_per_slot: int = 1, **env: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-c", CLIENT, str(stack.params), str(count), str(cores_per_slot)],
+                            cwd=ROOT, env={**stack.env, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def test_no_matching_agent_is_an_error_after_the_wait(stack: Stack) -> None:
+    t0 = time.monotonic()
+    proc = client(stack, 1, cores_per_slot=2, HPCRL_AGENTS_WAIT_S="3")
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode != 0 and "no CPU agent with 2-core slots has a live heartbeat" in err
+    assert time.monotonic() - t0 < 60
+
+
+def test_a_killed_agent_loses_no_kernel_and_none_comes_twice(stack: Stack) -> None:
+    cores = sorted(os.sched_getaffinity(0))
+    for core in (cores[0], cores[-1]):  # one core each (the same one on a 1-core machine: the locks share it)
+        stack.start_agent([core])
+    try:
+        url = stack.url
+        stack.wait_for_agents(2)
+        count = 10
+        proc = client(stack, count)
+        busy = wait_for(lambda: [a for a in agents(url) if a["in_flight"]], 120, "an agent timing a kernel")
+        victim = busy[0]  # type: ignore[index]
+        os.killpg(int(victim["pid"]), signal.SIGKILL)  # the agent and what it started: a node that died
+        taken = victim["in_flight"]
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err[-3000:]
+        report = json.loads(out.strip().splitlines()[-1])
+        results = report["results"]
+        assert len(results) == count and all(r["status"] == "ok" for r in results), results
+        assert len({r["key"] for r in results}) == count  # each kernel once, none confused with another
+        assert report["completed"] == count
+        states = {r["id"]: r["state"]["type"] for r in httpx.post(f"{url}/task_runs/filter", json={
+            "task_runs": {"id": {"any_": taken}}}, timeout=10).json()}
+        lost = [run for run in taken if states.get(run) != "COMPLETED"]
+        print(f"killed {victim['agent']} holding {taken}: {states}; resubmitted {report['resubmitted']}; "
+              f"timed by {sorted({r['agent'] for r in results})}")
+        assert not lost or report["resubmitted"] >= len(lost)  # what the dead agent held was timed elsewhere
+        assert all(states.get(run) in ("COMPLETED", "CRASHED") for run in taken), states  # none left RUNNING
+    finally:
+        for agent in stack.agents:
+            if agent.poll() is None:
+                terminate(agent.pid)
+            agent.wait(timeout=30)
+
+
+def test_an_agent_whose_result_store_refuses_writes_stops_with_its_name(stack: Stack, tmp_path: Path) -> None:
+    blocked = tmp_path / "a-file"  # a folder under a file: refused even to root, who ignores permission bits
+    blocked.write_text("")
+    paths = [blocked / "store"]
+    if os.geteuid() != 0:
+        read_only = tmp_path / "read-only"
+        read_only.mkdir(mode=0o500)
+        paths.append(read_only / "store")
+    for path in paths:
+        env = {**stack.env, "PREFECT_LOCAL_STORAGE_PATH": str(path)}
+        result = subprocess.run([sys.executable, "-m", "flows.cli", "agent", "--slots", "1", "--params",
+                                 str(stack.params)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        assert result.returncode == 1 and f"the result store {path} refuses writes" in result.stderr, result.stderr
