@@ -26,6 +26,7 @@ from typing import Any
 from flows.serve import healthy, terminate
 from hpcrl_core.errors import HPCRLError
 from hpcrl_core.runtime_env import ROOT
+from tasks.bench_agent import HEARTBEAT_S, STALE_AFTER, VARIABLE_PREFIX
 
 
 class StackError(HPCRLError):
@@ -43,7 +44,7 @@ def read_heartbeats(url: str) -> list[dict[str, Any]]:
     request = urllib.request.Request(f"{url}/variables/filter", data=b"{}", method="POST",
                                      headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=10) as response:
-        return [json.loads(v["value"]) for v in json.loads(response.read()) if v["name"].startswith("hpcrl_agent_")]
+        return [json.loads(v["value"]) for v in json.loads(response.read()) if v["name"].startswith(VARIABLE_PREFIX)]
 
 
 @dataclass
@@ -68,7 +69,8 @@ class Stack:
         """Wait until ``count`` live heartbeats are on the server; raises ``StackError`` with the agents' logs."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            beats = [b for b in read_heartbeats(self.url) if time.time() - float(b["last_heartbeat"]) < 8]
+            beats = [b for b in read_heartbeats(self.url)
+                     if time.time() - float(b["last_heartbeat"]) < STALE_AFTER * HEARTBEAT_S]
             if len(beats) >= count:
                 return beats
             if any(p.poll() is not None for p in self.agents):

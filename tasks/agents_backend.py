@@ -37,7 +37,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from hpcrl_core.bench.executor import register_backend
+from hpcrl_core.bench.executor import map_in_order, register_backend
 from hpcrl_core.bench.extract import extract_code, normalise_code
 from hpcrl_core.bench.result import BenchResult, Status, failure
 from hpcrl_core.config import BenchParams, Settings
@@ -185,13 +185,8 @@ class AgentsExecutor:
 
     def map(self, completions: Iterable[str | bytes], n: int | None = None,
             progress: Callable[[int, int], None] | None = None) -> list[BenchResult]:
-        """Benchmark a batch; results in input order. ``progress(done, total)`` is called as results arrive."""
-        futures = [self.submit(c, n) for c in completions]
-        if progress:
-            for done, f in enumerate(futures, 1):
-                f.result()
-                progress(done, len(futures))
-        return [f.result() for f in futures]
+        """Benchmark a batch; results in input order (``map_in_order``)."""
+        return map_in_order(self, completions, n, progress)
 
     def close(self) -> None:
         self._stop.set()

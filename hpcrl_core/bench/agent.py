@@ -22,9 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from hpcrl_core.bench.cache import ResultCache
-from hpcrl_core.bench.engine import Engine
-from hpcrl_core.bench.executor import LocalExecutor, make_slots
+from hpcrl_core.bench.executor import LocalExecutor, local_executor, make_slots
 from hpcrl_core.bench.reference import ReferenceTracker
 from hpcrl_core.bench.result import BenchResult
 from hpcrl_core.config import BenchParams, Settings
@@ -72,9 +70,7 @@ class AgentRuntime:
         key = bench.model_dump_json()
         with self._lock:
             if key not in self._executors:
-                cache = ResultCache(self.settings.cache_dir / "bench.sqlite") if bench.cache else None
-                self._executors[key] = LocalExecutor(Engine(bench, self.settings), cache, cores=self.cores,
-                                                     cores_per_slot=self.cores_per_slot)
+                self._executors[key] = local_executor(bench, self.settings, self.cores_per_slot, cores=self.cores)
             return self._executors[key]
 
     def reference(self, bench: BenchParams, kind: str, n: int, ttl_s: float) -> float:

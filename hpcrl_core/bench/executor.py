@@ -126,11 +126,24 @@ def bench_backend(bench: BenchParams, settings: Settings, cores_per_slot: int | 
 
 
 def local_executor(bench: BenchParams, settings: Settings, cores_per_slot: int | None = None,
-                   reference: str | None = None) -> LocalExecutor:
-    """The one way stages build a benchmark backend: an ``Engine`` with ``bench``, the node's shared result cache
-    (``<cache_dir>/bench.sqlite``) when ``bench.cache``, and a ``LocalExecutor`` over them. Close it (``with``)."""
+                   reference: str | None = None, cores: Sequence[int] | None = None) -> LocalExecutor:
+    """The one way stages (and CPU agents, on their ``cores``) build a local backend: an ``Engine`` with ``bench``,
+    the node's shared result cache (``<cache_dir>/bench.sqlite``) when ``bench.cache``, and a ``LocalExecutor`` over
+    them. Close it (``with``)."""
     cache = ResultCache(Path(settings.cache_dir) / "bench.sqlite") if bench.cache else None
-    return LocalExecutor(Engine(bench, settings), cache, cores_per_slot=cores_per_slot)
+    return LocalExecutor(Engine(bench, settings), cache, cores=cores, cores_per_slot=cores_per_slot)
+
+
+def map_in_order(backend: BenchBackend, completions: Iterable[str | bytes], n: int | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> list[BenchResult]:
+    """Submit every completion at once, then wait; results in input order. ``progress(done, total)`` is called as
+    results arrive (each backend's ``map``)."""
+    futures = [backend.submit(c, n) for c in completions]
+    if progress:
+        for done, f in enumerate(futures, 1):
+            f.result()
+            progress(done, len(futures))
+    return [f.result() for f in futures]
 
 
 register_backend("local")(local_executor)
@@ -189,15 +202,8 @@ class LocalExecutor:
 
     def map(self, completions: Iterable[str | bytes], n: int | None = None,
             progress: Callable[[int, int], None] | None = None) -> list[BenchResult]:
-        """Benchmark a batch; results in input order. ``progress(done, total)`` is called as results arrive."""
-        futures = [self.submit(c, n) for c in completions]
-        total, done = len(futures), 0
-        if progress:
-            for f in futures:
-                f.result()
-                done += 1
-                progress(done, total)
-        return [f.result() for f in futures]
+        """Benchmark a batch; results in input order (``map_in_order``)."""
+        return map_in_order(self, completions, n, progress)
 
     def _work(self) -> None:
         while True:

@@ -7,12 +7,12 @@ Run: pytest tests/flows/test_cli.py
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 
 import pytest
 
+from flows.agents_stack import free_port
 from hpcrl_core.runtime_env import ROOT
 
 
@@ -23,9 +23,7 @@ def hpcrl(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
 
 
 def dead_url() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{s.getsockname()[1]}/api"
+    return f"http://127.0.0.1:{free_port()}/api"
 
 
 def test_core_commands_are_there() -> None:

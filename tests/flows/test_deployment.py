@@ -12,7 +12,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,18 +20,13 @@ from pathlib import Path
 import httpx
 import pytest
 
+from flows.agents_stack import free_port
 from hpcrl_core.runtime_env import ROOT
 from tests.flows.test_train_dgemm_flow import make_dvc_repo
 
 pytestmark = pytest.mark.integration
 
 FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def serve(env: dict[str, str], *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:

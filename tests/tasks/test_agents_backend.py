@@ -6,11 +6,11 @@ Run: pytest tests/tasks/test_agents_backend.py
 
 from __future__ import annotations
 
-import socket
 import time
 
 import pytest
 
+from flows.agents_stack import free_port
 from hpcrl_core.bench.executor import BACKENDS, LocalExecutor, bench_backend
 from hpcrl_core.config import Settings
 from hpcrl_core.errors import BenchInfraError, ConfigError
@@ -45,9 +45,7 @@ def test_no_server_configured_is_a_config_error(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_a_server_that_does_not_answer_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    with socket.socket() as s:  # a port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()  # nobody listens there
     monkeypatch.setenv("PREFECT_API_URL", f"http://127.0.0.1:{port}/api")
     t0 = time.monotonic()
     with pytest.raises(BenchInfraError, match=f"127.0.0.1:{port}.*does not answer"):
