@@ -1,11 +1,13 @@
-"""The agents backend against the local executor on the same kernels in the same run: per-kernel latency
-overhead (one kernel at a time, paired by kernel, alternating which backend goes first) and batch throughput
-(kernels per second with every slot busy), with the result cache off so every kernel is compiled and timed.
+"""The agents backend against the local executor on the same kernels in the same run: per-kernel overhead in a
+batch (the batch's wall time on the agents minus on the local executor, per kernel, over repeated batches in
+alternating order), batch throughput (kernels per second with every slot busy) and the latency of a lone kernel
+(one at a time, paired by kernel, alternating which backend goes first), with the result cache off so every
+kernel is compiled and timed.
 
 It starts its own Prefect server and one agent per core (``flows/agents_stack.py``); the local executor uses the
 same cores. Prints a table and writes it to docs/benchmarks.md (section "CPU agents").
 
-Run: ``.venv/bin/python benchmarks/bench_agents.py [--kernels 12] [--batch 16] [--n 128]``.
+Run: ``.venv/bin/python benchmarks/bench_agents.py [--kernels 12] [--batch 16] [--repeats 5] [--n 128]``.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ MEASURE = textwrap.dedent("""
     from hpcrl_core.config import Settings, load_params
     from tasks.agents_backend import AgentsExecutor
     params = load_params(sys.argv[1])
-    singles, batch = int(sys.argv[2]), int(sys.argv[3])
+    singles, batch, repeats = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
     bench = params.bench.for_many(params.bench.n)
     kernel = ("void dgemm(int n, const double *A, const double *B, double *C) {{ for (int i = 0; i < n; i++) "
               "for (int k = 0; k < n; k++) {{ double a = A[i*n+k] + 0.0 * {v}; for (int j = 0; j < n; j++) "
@@ -62,13 +64,17 @@ MEASURE = textwrap.dedent("""
             latency, r = one(ex, kernel.format(v=v))
             pair[name] = {"latency_s": latency, "engine_s": r.compile_s + r.run_s, "status": r.status.value}
         rows.append(pair)
-    throughput = {}
-    for name, ex in (("local", local), ("agents", agents)):
-        codes = [kernel.format(v=10_000 * (1 + (name == "agents")) + k) for k in range(batch)]
-        t0 = time.monotonic(); res = ex.map(codes); wall = time.monotonic() - t0
-        throughput[name] = {"kernels": batch, "wall_s": wall, "ok": sum(r.ok for r in res)}
+    batches = []
+    for rep in range(repeats):
+        pair = {}
+        for name in (("local", "agents") if rep % 2 == 0 else ("agents", "local")):
+            ex = local if name == "local" else agents
+            codes = [kernel.format(v=100_000 * (rep + 1) + 10_000 * (name == "agents") + k) for k in range(batch)]
+            t0 = time.monotonic(); res = ex.map(codes); wall = time.monotonic() - t0
+            pair[name] = {"kernels": batch, "wall_s": wall, "ok": sum(r.ok for r in res)}
+        batches.append(pair)
     local.close(); agents.close()
-    print(json.dumps({"singles": rows, "throughput": throughput}))
+    print(json.dumps({"singles": rows, "batches": batches, "bundle": settings.agents_bundle}))
 """)
 
 
@@ -76,6 +82,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kernels", type=int, default=12, help="kernels timed one at a time on each backend")
     ap.add_argument("--batch", type=int, default=16, help="kernels of the throughput batch on each backend")
+    ap.add_argument("--repeats", type=int, default=5, help="batches on each backend")
     ap.add_argument("--n", type=int, default=128, help="matrix size")
     ap.add_argument("--no-doc", action="store_true", help="print only; leave docs/benchmarks.md as it is")
     args = ap.parse_args()
@@ -89,7 +96,8 @@ def main() -> int:
     with agents_stack(home / "prefect", params, agent_cores=[[c] for c in cores], env=env) as stack:
         up_s = time.monotonic() - t0
         print(f"server and {len(cores)} agent(s) up in {up_s:.0f} s; measuring ...", file=sys.stderr, flush=True)
-        proc = subprocess.run([sys.executable, "-c", MEASURE, str(params), str(args.kernels), str(args.batch)],
+        proc = subprocess.run([sys.executable, "-c", MEASURE, str(params), str(args.kernels), str(args.batch),
+                               str(args.repeats)],
                               cwd=ROOT, env={**stack.env, "HPCRL_AGENTS_WAIT_S": "120"}, capture_output=True,
                               text=True, timeout=3600)
     if proc.returncode != 0:
@@ -104,32 +112,41 @@ def main() -> int:
     return 0
 
 
+def spread(values: list[float], scale: float = 1.0, fmt: str = ".3f") -> str:
+    v = sorted(values)
+    return f"{scale * statistics.median(v):{fmt}} [{scale * v[0]:{fmt}}, {scale * v[-1]:{fmt}}]"
+
+
 def render(data: dict, args: argparse.Namespace, cores: list[int], up_s: float) -> str:
-    singles = data["singles"]
-    over = sorted(p["agents"]["latency_s"] - p["local"]["latency_s"] for p in singles)
-    lat = {name: sorted(p[name]["latency_s"] for p in singles) for name in ("local", "agents")}
-    thr = data["throughput"]
+    singles, batches = data["singles"], data["batches"]
+    lone = [p["agents"]["latency_s"] - p["local"]["latency_s"] for p in singles]
+    per_kernel = [(b["agents"]["wall_s"] - b["local"]["wall_s"]) / b["agents"]["kernels"] for b in batches]
+    rate = {name: [b[name]["kernels"] / b[name]["wall_s"] for b in batches] for name in ("local", "agents")}
+    ok = {name: sum(b[name]["ok"] for b in batches) for name in ("local", "agents")}
+    total = sum(b["local"]["kernels"] for b in batches)
+    lat = {name: [p[name]["latency_s"] for p in singles] for name in ("local", "agents")}
     cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
                 if ln.startswith("model name")), platform.processor())
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()
-    med = statistics.median
     lines = [
         f"Measured {datetime.now(UTC):%Y-%m-%d} at commit {commit} on {cpu}, {len(cores)} core(s), one agent per "
-        f"core, n = {args.n}, result cache off, short timing (`bench.for_many`). Command: "
-        f"`.venv/bin/python benchmarks/bench_agents.py --kernels {args.kernels} --batch {args.batch} --n {args.n}`. "
-        f"Server and agents came up in {up_s:.0f} s.",
+        f"core, the server and the client on the same cores, n = {args.n}, result cache off, short timing "
+        f"(`bench.for_many`), up to {data['bundle']} kernels per task run (`HPCRL_AGENTS_BUNDLE`). Command: "
+        f"`.venv/bin/python benchmarks/bench_agents.py --kernels {args.kernels} --batch {args.batch} "
+        f"--repeats {args.repeats} --n {args.n}`. Server and agents came up in {up_s:.0f} s. Figures are median "
+        "[min, max].",
         "",
         "| figure | local executor | agents backend |",
         "|---|---|---|",
-        f"| one kernel at a time, latency median [min, max] (s), {len(singles)} kernels each | "
-        f"{med(lat['local']):.3f} [{lat['local'][0]:.3f}, {lat['local'][-1]:.3f}] | "
-        f"{med(lat['agents']):.3f} [{lat['agents'][0]:.3f}, {lat['agents'][-1]:.3f}] |",
-        f"| overhead per kernel, agents minus local, paired: median [min, max] (ms) | | "
-        f"**{1000 * med(over):.0f}** [{1000 * over[0]:.0f}, {1000 * over[-1]:.0f}] (target < 150) |",
-        f"| batch of {args.batch}, every slot busy: kernels per second | "
-        f"{thr['local']['kernels'] / thr['local']['wall_s']:.2f} ({thr['local']['ok']} ok) | "
-        f"{thr['agents']['kernels'] / thr['agents']['wall_s']:.2f} ({thr['agents']['ok']} ok) |",
+        f"| batch of {args.batch}, every slot busy, {len(batches)} batches each: kernels per second | "
+        f"{spread(rate['local'], fmt='.2f')} ({ok['local']}/{total} ok) | "
+        f"{spread(rate['agents'], fmt='.2f')} ({ok['agents']}/{total} ok) |",
+        f"| overhead per kernel in a batch: (agents wall - local wall) / kernels (ms) | | "
+        f"**{spread(per_kernel, 1000, '.0f')}** (target < 150) |",
+        f"| a lone kernel, one at a time, {len(singles)} kernels each: latency (s) | {spread(lat['local'])} | "
+        f"{spread(lat['agents'])} |",
+        f"| a lone kernel: agents minus local, paired (ms) | | {spread(lone, 1000, '.0f')} |",
     ]
     return "\n".join(lines)
 

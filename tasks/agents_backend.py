@@ -6,11 +6,16 @@ on that node has. Choose it with ``HPCRL_BENCH_BACKEND=agents`` (or ``hpcrl benc
 
 Prefect's server does not reschedule a task run whose worker died after taking it, so this backend owns delivery:
 
-- It keeps at most as many kernels outstanding as the live agents have slots: a run it submitted is running, or
-  about to, on some agent, and a kernel's deadline can count from its submission.
-- A kernel whose run failed for a fault of the machinery, crashed, or was held by an agent whose heartbeat stopped
+- Kernels travel in bundles: one Prefect task run carries up to ``agents_bundle`` kernels (a task run costs about
+  half a second of server, result-store and task-engine time whatever it carries: docs/agents.md), the queue
+  split evenly over the free slots, so a lone kernel still goes alone and at once.
+- It places every run: each agent serves the task under its own key (``tasks/bench_agent.agent_task``), and a run
+  goes to the live agent with the most free slots, never more runs to an agent than it has slots. So a run it
+  submitted is running, or about to, and a run's deadline can count from its submission.
+- A kernel whose run failed for a fault of the machinery, crashed, or went to an agent whose heartbeat stopped
   (``tasks/bench_agent.py``) is submitted again; so is one past its deadline (compile + run timeouts of every
-  timed attempt, plus slack). At most ``resubmits`` times, then its future gets a ``BenchInfraError``.
+  timed attempt, plus slack, for each kernel of the run). At most ``resubmits`` times, then its future gets a
+  ``BenchInfraError``.
 - One result per kernel: the first attempt to complete sets it, keyed by the request key (normalised code, n,
   slot size, engine params); a slow agent's late answer is ignored. A kernel's own failure is a result, never
   retried.
@@ -26,6 +31,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import math
 import os
 import threading
 import time
@@ -42,7 +48,7 @@ from hpcrl_core.bench.extract import extract_code, normalise_code
 from hpcrl_core.bench.result import BenchResult, Status, failure
 from hpcrl_core.config import BenchParams, Settings
 from hpcrl_core.errors import BenchInfraError, ConfigError
-from tasks.bench_agent import HEARTBEAT_S, STALE_AFTER, VARIABLE_PREFIX, bench_request
+from tasks.bench_agent import HEARTBEAT_S, STALE_AFTER, VARIABLE_PREFIX, agent_task
 
 FINAL_OK = "COMPLETED"
 SLACK_S = 30.0  # slot waits, delivery and result storage on top of a kernel's own timeouts
@@ -104,19 +110,30 @@ def kernel_budget_s(bench: BenchParams) -> float:
     return bench.compile_timeout_s + (1 + bench.timing.disturbed_retries) * bench.run_timeout_s + SLACK_S
 
 
-@dataclass
-class Attempt:
-    run_id: str
-    submitted: float
+def bundle_size(queued: int, free_slots: int, cap: int) -> int:
+    """Kernels the next task run carries: the queue split evenly over the free slots, at most ``cap``."""
+    return max(1, min(cap, math.ceil(queued / max(free_slots, 1))))
 
 
 @dataclass
 class Entry:
+    """One kernel: its request, its future, the runs that carried it and the faults they met."""
+
     key: str
-    request: dict[str, Any]
+    kernel: dict[str, Any]  # completion, n, key
     future: Future[BenchResult]
-    attempts: list[Attempt] = field(default_factory=list)
+    attempts: list[str] = field(default_factory=list)
     faults: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Run:
+    """One task run the backend submitted: the kernels it carries, in order, the agent it went to and when."""
+
+    run_id: str
+    entries: list[Entry]
+    agent: str
+    submitted: float
 
 
 class AgentsExecutor:
@@ -124,7 +141,8 @@ class AgentsExecutor:
 
     Args:
         bench: the engine params every agent uses for these kernels (``bench.for_many(n)`` for rewards).
-        settings: ``agents_wait_s`` (how long to wait for a live agent) and ``agents_resubmits``.
+        settings: ``agents_wait_s`` (how long to wait for a live agent), ``agents_resubmits`` and
+            ``agents_bundle`` (kernels per task run at most).
         cores_per_slot: slot size of the timed runs (default ``bench.executor.cores_per_slot``).
         reference: ask each agent for its node's reference figure of this kind (``reward.reference``) with every
             verified kernel (``extra["node_reference_gflops"]``), for rewards relative to the node that timed it.
@@ -139,7 +157,8 @@ class AgentsExecutor:
         check_server(self.url)
         self.bench = bench
         self.cores_per_slot = cores_per_slot or bench.executor.cores_per_slot
-        self.wait_s, self.resubmits = settings.agents_wait_s, settings.agents_resubmits
+        self.wait_s, self.resubmits, self.bundle = settings.agents_wait_s, settings.agents_resubmits, \
+            settings.agents_bundle
         self.node_reference, self.reference_ttl_s, self.poll_s = reference, reference_ttl_s, poll_s
         self.budget_s = kernel_budget_s(bench)
         self.completed = 0
@@ -149,8 +168,9 @@ class AgentsExecutor:
         self._lock = threading.Lock()
         self._entries: dict[str, Entry] = {}  # unfinished kernels by request key
         self._queue: list[Entry] = []  # not yet submitted (again)
-        self._runs: dict[str, Entry] = {}  # outstanding run id -> its kernel
+        self._runs: dict[str, Run] = {}  # outstanding runs by id
         self._agents: list[dict[str, Any]] = []
+        self._tasks: dict[str, Any] = {}  # agent id -> the task as that agent serves it
         self._agents_read = 0.0
         self._no_agent_since: float | None = None
         self._stop = threading.Event()
@@ -171,11 +191,8 @@ class AgentsExecutor:
         with self._lock:
             if key in self._entries:
                 return self._entries[key].future
-            request = {"completion": completion if isinstance(completion, str) else completion.decode("utf-8",
-                                                                                                      "replace"),
-                       "n": n, "bench": self._bench_for_agents(), "key": key, "reference": self.node_reference,
-                       "reference_ttl_s": self.reference_ttl_s}
-            entry = Entry(key, request, Future())
+            text = completion if isinstance(completion, str) else completion.decode("utf-8", "replace")
+            entry = Entry(key, {"completion": text, "n": n, "key": key}, Future())
             self._entries[key] = entry
             self._queue.append(entry)
             return entry.future
@@ -255,19 +272,34 @@ class AgentsExecutor:
         else:
             self._no_agent_since = None
         self._collect(now, live)
-        self._dispatch(sum(int(a.get("slots", 0)) for a in live))
+        self._dispatch(live)
 
-    def _dispatch(self, capacity: int) -> None:
+    def _dispatch(self, live: list[dict[str, Any]]) -> None:
         while True:
             with self._lock:
-                if not self._queue or len(self._runs) >= capacity:
+                if not self._queue:
                     return
-                entry = self._queue.pop(0)
-            request = {**entry.request, "nonce": uuid.uuid4().hex}  # one Prefect run per attempt, never a cache hit
-            run = bench_request.apply_async(kwargs={"request": request})
+                load: dict[str, int] = {}
+                for run in self._runs.values():
+                    load[run.agent] = load.get(run.agent, 0) + 1
+                free = {str(a["agent"]): int(a.get("slots", 0)) - load.get(str(a["agent"]), 0) for a in live}
+                total = sum(f for f in free.values() if f > 0)
+                if total <= 0:
+                    return
+                agent = max(free, key=lambda a: free[a])
+                size = bundle_size(len(self._queue), total, self.bundle)
+                entries, self._queue = self._queue[:size], self._queue[size:]
+            request = {"kernels": [e.kernel for e in entries], "bench": self._bench_for_agents(),
+                       "reference": self.node_reference, "reference_ttl_s": self.reference_ttl_s,
+                       "nonce": uuid.uuid4().hex}  # one Prefect run per attempt, never a cache hit
+            if agent not in self._tasks:
+                self._tasks[agent] = agent_task(agent)
+            submitted = self._tasks[agent].apply_async(kwargs={"request": request})
+            run_id = str(submitted.task_run_id)
             with self._lock:
-                entry.attempts.append(Attempt(str(run.task_run_id), time.monotonic()))
-                self._runs[str(run.task_run_id)] = entry
+                for entry in entries:
+                    entry.attempts.append(run_id)
+                self._runs[run_id] = Run(run_id, entries, agent, time.monotonic())
 
     def _collect(self, now: float, live: list[dict[str, Any]]) -> None:
         from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterId
@@ -278,55 +310,59 @@ class AgentsExecutor:
             return
         runs = self._client.read_task_runs(task_run_filter=TaskRunFilter(id=TaskRunFilterId(any_=[
             uuid.UUID(r) for r in run_ids])), limit=len(run_ids))
-        held_by_live = {r for a in live for r in a.get("in_flight", [])}
-        free = sum(int(a.get("slots", 0)) for a in live) - len(held_by_live)
-        for run in runs:
-            run_id, state = str(run.id), run.state
-            entry = self._runs.get(run_id)
-            if entry is None or state is None:
+        alive = {str(a["agent"]) for a in live}
+        for task_run in runs:
+            run_id, state = str(task_run.id), task_run.state
+            run = self._runs.get(run_id)
+            if run is None or state is None:
                 continue
-            attempt = next(a for a in entry.attempts if a.run_id == run_id)
+            deadline = self.budget_s * len(run.entries)
             if state.type.value == FINAL_OK:
-                self._finish(run_id, entry, state)
+                self._finish(run, state)
             elif state.is_final():
-                self._retry(run_id, entry, f"run {run_id} ended {state.type.value}: {state.message or ''}".strip())
-            elif now - attempt.submitted > STALE_AFTER * HEARTBEAT_S and run_id not in held_by_live and (
-                    state.type.value == "RUNNING" or free > 0):
-                # running, but on no live agent; or waiting while an agent has a slot free: delivered to an agent
-                # that died before it started (the server hands a run out once)
-                self._retry(run_id, entry, f"run {run_id} ({state.type.value}) is held by no live agent: its "
-                            "agent stopped", crash=True)
-            elif now - attempt.submitted > self.budget_s:
-                self._retry(run_id, entry, f"run {run_id} passed its deadline of {self.budget_s:.0f} s", crash=True)
+                self._retry(run, f"run {run_id} ended {state.type.value}: {state.message or ''}".strip())
+            elif run.agent not in alive:
+                self._retry(run, f"run {run_id} ({state.type.value}) went to agent {run.agent}, whose heartbeat "
+                            "stopped", crash=True)
+            elif now - run.submitted > deadline:
+                self._retry(run, f"run {run_id} passed its deadline of {deadline:.0f} s", crash=True)
 
-    def _finish(self, run_id: str, entry: Entry, state: Any) -> None:
+    def _finish(self, run: Run, state: Any) -> None:
         try:
             data = state.result()
-        except Exception as err:  # the result store lost or refused it: an infrastructure fault
-            self._retry(run_id, entry, f"run {run_id}: its result could not be read from the result store: {err}")
+            results = [BenchResult.from_dict(r) for r in data["results"]]
+            if len(results) != len(run.entries):
+                raise ValueError(f"{len(results)} results for {len(run.entries)} kernels")
+        except Exception as err:  # the result store lost or refused it, or a foreign answer: a fault of the machinery
+            self._retry(run, f"run {run.run_id}: its result could not be read from the result store: {err}")
             return
-        result = BenchResult.from_dict(data)
         with self._lock:
-            self._runs.pop(run_id, None)
-            for other in entry.attempts:  # a duplicate still running elsewhere is ignored when it answers
-                self._runs.pop(other.run_id, None)
-            self._entries.pop(entry.key, None)
-            self.completed += 1
-        entry.future.set_result(result)
-
-    def _retry(self, run_id: str, entry: Entry, fault: str, crash: bool = False) -> None:
-        with self._lock:
-            self._runs.pop(run_id, None)
-            entry.faults.append(fault)
-            exhausted = len(entry.attempts) > self.resubmits
-            if exhausted:
+            self._runs.pop(run.run_id, None)
+            for entry in run.entries:  # a duplicate still running elsewhere is ignored when it answers
+                for other in entry.attempts:
+                    self._runs.pop(other, None)
                 self._entries.pop(entry.key, None)
-            else:
-                self._queue.insert(0, entry)
-                self.resubmitted += 1
+            self.completed += len(run.entries)
+        for entry, result in zip(run.entries, results, strict=True):
+            entry.future.set_result(result)
+
+    def _retry(self, run: Run, fault: str, crash: bool = False) -> None:
+        exhausted = []
+        with self._lock:
+            self._runs.pop(run.run_id, None)
+            again = []
+            for entry in run.entries:
+                entry.faults.append(fault)
+                if len(entry.attempts) > self.resubmits:
+                    self._entries.pop(entry.key, None)
+                    exhausted.append(entry)
+                else:
+                    again.append(entry)
+            self._queue[:0] = again
+            self.resubmitted += len(again)
         if crash:
-            self._mark_crashed(run_id, fault)
-        if exhausted:
+            self._mark_crashed(run.run_id, fault)
+        for entry in exhausted:
             entry.future.set_exception(BenchInfraError(f"kernel {entry.key[:12]} got no result after "
                                                        f"{len(entry.attempts)} attempts: " + "; ".join(entry.faults)))
 

@@ -7,6 +7,10 @@ machine-wide) and returns the ``BenchResult`` as a dict, with the agent, its nod
 reference figure. The agent's own result cache answers a kernel it timed before, with the same cache key as a local
 run on that node.
 
+Each agent serves the task under its own task key (``agent_task``): the backend picks the agent for every run it
+submits, so a run never waits at a busy agent while another is idle (Prefect's server hands a queued run to
+whichever subscriber asks first, and a busy task worker still takes one or two more than it can start).
+
 Every ``HEARTBEAT_S`` the agent writes a Prefect variable ``hpcrl_agent_<id>`` with its node fingerprint, slots,
 reference GFLOPS (numpy on its own slot at ``bench.n``), the task runs it holds and the kernels it finished. The
 backend (``tasks/agents_backend.py``) reads them to see which agents live and which runs a dead agent took with it;
@@ -49,15 +53,7 @@ def install_agent(runtime: AgentRuntime | None) -> None:
     _AGENT = runtime
 
 
-@task(cache_policy=NO_CACHE, retries=0)
-def bench_request(request: dict[str, Any]) -> dict[str, Any]:
-    """Benchmark one kernel on this agent (see the module docstring). A kernel's failure is a result; only a fault
-    of the machinery raises (``BenchInfraError``), and the backend resubmits such a kernel elsewhere.
-
-    Args:
-        request: ``completion``, ``n``, ``bench`` (a ``BenchParams`` dict), ``key`` (the backend's request key),
-            ``nonce`` (one per attempt), optionally ``reference`` (kind) and ``reference_ttl_s``.
-    """
+def _bench(request: dict[str, Any]) -> dict[str, Any]:
     from prefect.runtime import task_run
 
     if _AGENT is None:
@@ -65,8 +61,35 @@ def bench_request(request: dict[str, Any]) -> dict[str, Any]:
     return agent.bench_request(_AGENT, request, str(task_run.id))
 
 
+@task(cache_policy=NO_CACHE, retries=0)
+def bench_request(request: dict[str, Any]) -> dict[str, Any]:
+    """Benchmark one request's kernels on this agent (see the module docstring). A kernel's failure is a result;
+    only a fault of the machinery raises (``BenchInfraError``), and the backend resubmits such a request elsewhere.
+    Agents serve it under their own task keys (``agent_task``).
+
+    Args:
+        request: ``kernels`` (each ``completion``, ``n``, ``key``), ``bench`` (a ``BenchParams`` dict), ``nonce``
+            (one per attempt), optionally ``reference`` (kind) and ``reference_ttl_s``.
+    """
+    return _bench(request)
+
+
 def heartbeat_name(agent_id: str) -> str:
     return VARIABLE_PREFIX + "".join(ch if ch.isalnum() else "_" for ch in agent_id.lower())
+
+
+def agent_task(agent_id: str) -> Any:
+    """``bench_request`` as the agent ``agent_id`` serves it: named after the agent in the UI, with a task key of
+    its own, so that a run submitted with it reaches that agent and no other. Prefect derives a task key from the
+    function's name and code (and rebuilds tasks from their function), so the agent's copy is a function of its
+    own name; the client and the agent derive the same key from the agent id."""
+
+    def bench_on_agent(request: dict[str, Any]) -> dict[str, Any]:
+        return _bench(request)
+
+    bench_on_agent.__name__ = bench_on_agent.__qualname__ = f"{TASK_NAME}_{heartbeat_name(agent_id)}"
+    bench_on_agent.__doc__ = bench_request.fn.__doc__
+    return task(bench_on_agent, name=f"{TASK_NAME}@{agent_id}", cache_policy=NO_CACHE, retries=0)
 
 
 def publish(name: str, record: dict[str, Any]) -> None:
@@ -150,7 +173,7 @@ def serve_agent(bench: BenchParams, settings: Settings, slots: int, cores: Seque
                     log(f"agent {runtime.agent_id}: heartbeat failed: {err}")
 
         threading.Thread(target=beat, daemon=True, name="agent-heartbeat").start()
-        serve(bench_request, limit=len(runtime.slots))
+        serve(agent_task(runtime.agent_id), limit=len(runtime.slots))
     finally:
         stop.set()
         with contextlib.suppress(Exception):  # the server is gone: the record simply goes stale

@@ -2,10 +2,12 @@
 them, the node's reference figures, and one request turned into a result (``bench_request``). The Prefect task
 that serves it and the heartbeats are in ``tasks/bench_agent.py``.
 
-A request is a dict: ``completion``, ``n``, ``bench`` (a ``BenchParams`` dict, the client's engine params), ``key``
-(the backend's request key), optionally ``reference`` (a ``reward.reference`` kind) and ``reference_ttl_s``. The
-result is ``BenchResult.to_dict()`` with ``extra`` holding the agent, its node (model, fingerprint, 1-slot peak)
-and, for a verified kernel when asked, the node's reference figure at the kernel's size.
+A request is a bundle of kernels that share engine params: ``kernels`` (a list of ``completion``, ``n`` and ``key``,
+the backend's request key), ``bench`` (a ``BenchParams`` dict, the client's engine params), optionally
+``reference`` (a ``reward.reference`` kind) and ``reference_ttl_s``. Its kernels go to the agent's executor at once
+and spread over its slots. The answer is ``{"results": [...]}`` in the order of ``kernels``, each
+``BenchResult.to_dict()`` with ``extra`` holding the agent, its node (model, fingerprint, 1-slot peak) and, for a
+verified kernel when asked, the node's reference figure at the kernel's size.
 
 Test: ``pytest tests/bench/test_agent.py``.
 """
@@ -26,7 +28,7 @@ from hpcrl_core.bench.executor import LocalExecutor, local_executor, make_slots
 from hpcrl_core.bench.reference import ReferenceTracker
 from hpcrl_core.bench.result import BenchResult
 from hpcrl_core.config import BenchParams, Settings
-from hpcrl_core.errors import ConfigError
+from hpcrl_core.errors import BenchInfraError, ConfigError
 
 
 def agent_cores(slots: int, cores_per_slot: int, cores: Sequence[int] | None) -> list[int]:
@@ -55,7 +57,7 @@ class AgentRuntime:
     agent_id: str = field(default_factory=lambda: f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:6]}")
     started_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     kernels_done: int = 0
-    in_flight: dict[str, str] = field(default_factory=dict)  # task run id -> request key
+    in_flight: dict[str, list[str]] = field(default_factory=dict)  # task run id -> its kernels' request keys
     references: dict[str, float] = field(default_factory=dict)  # "<kind>@<n>" -> GFLOPS, for the heartbeat
     _executors: dict[str, LocalExecutor] = field(default_factory=dict)
     _trackers: dict[tuple[str, str], ReferenceTracker] = field(default_factory=dict)
@@ -84,26 +86,43 @@ class AgentRuntime:
         return value
 
     def run(self, request: dict[str, Any], task_run_id: str) -> dict[str, Any]:
-        """Benchmark one request; the result as a dict with the agent and node added."""
+        """Benchmark one request's kernels; ``{"results": [...]}`` in their order, each with the agent and node.
+
+        Raises:
+            BenchInfraError: the request is not a bundle this agent understands (a client of another version).
+        """
+        kernels = request.get("kernels")
+        if not isinstance(kernels, list) or not kernels or not all(
+                isinstance(k, dict) and "completion" in k and "n" in k for k in kernels):
+            raise BenchInfraError("a request without a list of kernels (completion, n, key): the client and this "
+                                  "agent run different hpcrl versions")
         bench = BenchParams.model_validate(request["bench"])
         with self._lock:
-            self.in_flight[task_run_id] = str(request.get("key", ""))
+            self.in_flight[task_run_id] = [str(k.get("key", "")) for k in kernels]
         try:
             ex = self.executor(bench)
-            result: BenchResult = ex.submit(request["completion"], int(request["n"])).result()
-            node = ex.engine.node
-            extra = {**result.extra, "agent": self.agent_id, "node": node.model, "node_fingerprint": node.fingerprint,
-                     "node_peak_gflops": node.peak_gflops(self.cores_per_slot)}
-            kind = request.get("reference")
-            if kind and result.ok:
-                extra["node_reference"] = kind
-                extra["node_reference_gflops"] = self.reference(bench, str(kind), int(request["n"]),
-                                                                float(request.get("reference_ttl_s", 600)))
-            return {**result.to_dict(), "extra": extra}
+            futures = [ex.submit(k["completion"], int(k["n"])) for k in kernels]
+            results = []
+            for kernel, future in zip(kernels, futures, strict=True):
+                results.append(self._answer(ex, bench, request, future.result(), int(kernel["n"])))
+                with self._lock:
+                    self.kernels_done += 1
+            return {"results": results}
         finally:
             with self._lock:
                 self.in_flight.pop(task_run_id, None)
-                self.kernels_done += 1
+
+    def _answer(self, ex: LocalExecutor, bench: BenchParams, request: dict[str, Any], result: BenchResult,
+                n: int) -> dict[str, Any]:
+        node = ex.engine.node
+        extra = {**result.extra, "agent": self.agent_id, "node": node.model, "node_fingerprint": node.fingerprint,
+                 "node_peak_gflops": node.peak_gflops(self.cores_per_slot)}
+        kind = request.get("reference")
+        if kind and result.ok:
+            extra["node_reference"] = kind
+            extra["node_reference_gflops"] = self.reference(bench, str(kind), n,
+                                                            float(request.get("reference_ttl_s", 600)))
+        return {**result.to_dict(), "extra": extra}
 
     def heartbeat(self, node: dict[str, Any]) -> dict[str, Any]:
         """The record the agent publishes every ``HEARTBEAT_S``."""
@@ -122,7 +141,8 @@ class AgentRuntime:
 
 
 def bench_request(runtime: AgentRuntime, request: dict[str, Any], run_id: str) -> dict[str, Any]:
-    """Benchmark one request on the agent's slots (see the module docstring); ``run_id`` names it in flight."""
+    """Benchmark one request's kernels on the agent's slots (see the module docstring); ``run_id`` names it in
+    flight."""
     return runtime.run(request, run_id)
 
 

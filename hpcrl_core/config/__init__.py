@@ -117,6 +117,9 @@ class Settings(BaseSettings):
     bench_backend: Literal["local", "agents"] = "local"
     agents_wait_s: float = Field(60.0, gt=0, le=86_400)  # no live agent this long: an error, not a hang
     agents_resubmits: int = Field(3, ge=0, le=20)  # infrastructure faults one kernel may survive
+    # kernels one Prefect task run carries at most: a run costs ~0.5 s of server and task-engine time whatever it
+    # carries (docs/agents.md); a bundle is resubmitted whole when its agent dies
+    agents_bundle: int = Field(8, ge=1, le=256)
 
 
 def _allowed_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:

@@ -14,7 +14,7 @@ from flows.agents_stack import free_port
 from hpcrl_core.bench.executor import BACKENDS, LocalExecutor, bench_backend
 from hpcrl_core.config import Settings
 from hpcrl_core.errors import BenchInfraError, ConfigError
-from tasks.agents_backend import AgentsExecutor, kernel_budget_s, request_key
+from tasks.agents_backend import AgentsExecutor, bundle_size, kernel_budget_s, request_key
 from tests.conftest import fast_params
 
 SIG = "void dgemm(int n, const double *A, const double *B, double *C)"
@@ -36,6 +36,15 @@ def test_the_deadline_covers_every_timed_attempt() -> None:
     more = kernel_budget_s(fast_params(timing={**fast_params().timing.model_dump(), "disturbed_retries": 2}))
     assert more - one == pytest.approx(2 * fast_params().run_timeout_s)
     assert one > fast_params().compile_timeout_s + fast_params().run_timeout_s
+
+
+def test_bundles_split_the_queue_over_the_free_slots_up_to_the_cap() -> None:
+    assert bundle_size(1, 4, 8) == 1  # a lone kernel goes alone, at once
+    assert bundle_size(16, 2, 8) == 8
+    assert bundle_size(10, 2, 8) == 5  # even halves, not 8 + 2
+    assert bundle_size(64, 2, 8) == 8  # the cap: later kernels wait for the next free slot
+    assert bundle_size(3, 0, 8) == 3
+    assert bundle_size(5, 2, 1) == 1  # HPCRL_AGENTS_BUNDLE=1: one kernel per task run
 
 
 def test_no_server_configured_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
