@@ -65,6 +65,14 @@ class Stack:
         self.agents.append(proc)
         return proc
 
+    def stop_agents(self) -> None:
+        """Stop every agent this stack started (SIGTERM, then SIGKILL to its process group) and forget them."""
+        for proc in self.agents:
+            if proc.poll() is None:
+                terminate(proc.pid)
+            proc.wait(timeout=30)
+        self.agents.clear()
+
     def wait_for_agents(self, count: int, timeout_s: float = 180.0) -> list[dict[str, Any]]:
         """Wait until ``count`` live heartbeats are on the server; raises ``StackError`` with the agents' logs."""
         deadline = time.monotonic() + timeout_s
@@ -82,7 +90,8 @@ class Stack:
 
 @contextmanager
 def agents_stack(home: Path, params: Path, agent_cores: Sequence[Sequence[int]] = (),
-                 env: dict[str, str] | None = None, timeout_s: float = 180.0) -> Iterator[Stack]:
+                 env: dict[str, str] | None = None, timeout_s: float = 180.0,
+                 storage: Path | None = None) -> Iterator[Stack]:
     """A server and one agent per entry of ``agent_cores`` (each with one slot), waited for; stopped on exit.
 
     Args:
@@ -90,12 +99,15 @@ def agents_stack(home: Path, params: Path, agent_cores: Sequence[Sequence[int]] 
         params: the params file the agents read (their ``bench`` section).
         agent_cores: the cores of each agent to start.
         env: the environment to start from (default: this process's, without PREFECT_* settings).
+        storage: the result store folder of the agents and clients (default ``home/storage``).
     """
     base = {k: v for k, v in (env or os.environ).items() if not k.startswith("PREFECT_")}
     port = free_port()
     url = f"http://127.0.0.1:{port}/api"
     base.update(PREFECT_HOME=str(home), PREFECT_SERVER_ANALYTICS_ENABLED="false", DO_NOT_TRACK="true",
                 PREFECT_LOGGING_LEVEL="WARNING")
+    if storage is not None:
+        base["PREFECT_LOCAL_STORAGE_PATH"] = str(storage)
     home.mkdir(parents=True, exist_ok=True)
     with open(home / "server.log", "wb") as log:
         server = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
@@ -115,7 +127,7 @@ def agents_stack(home: Path, params: Path, agent_cores: Sequence[Sequence[int]] 
             stack.wait_for_agents(len(agent_cores), timeout_s)
         yield stack
     finally:
-        for proc in [*stack.agents, server]:
-            if proc.poll() is None:
-                terminate(proc.pid)
-            proc.wait(timeout=30)
+        stack.stop_agents()
+        if server.poll() is None:
+            terminate(server.pid)
+        server.wait(timeout=30)

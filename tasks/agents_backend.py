@@ -48,7 +48,7 @@ from hpcrl_core.bench.extract import extract_code, normalise_code
 from hpcrl_core.bench.result import BenchResult, Status, failure
 from hpcrl_core.config import BenchParams, Settings
 from hpcrl_core.errors import BenchInfraError, ConfigError
-from tasks.bench_agent import HEARTBEAT_S, STALE_AFTER, VARIABLE_PREFIX, agent_task
+from tasks.bench_agent import HEARTBEAT_S, STALE_AFTER, VARIABLE_PREFIX, agent_task, result_storage
 
 FINAL_OK = "COMPLETED"
 SLACK_S = 30.0  # slot waits, delivery and result storage on top of a kernel's own timeouts
@@ -161,6 +161,7 @@ class AgentsExecutor:
             settings.agents_bundle
         self.node_reference, self.reference_ttl_s, self.poll_s = reference, reference_ttl_s, poll_s
         self.budget_s = kernel_budget_s(bench)
+        self.store = result_storage()[1]
         self.completed = 0
         self.resubmitted = 0
         self._client = get_client(sync_client=True)
@@ -170,6 +171,7 @@ class AgentsExecutor:
         self._queue: list[Entry] = []  # not yet submitted (again)
         self._runs: dict[str, Run] = {}  # outstanding runs by id
         self._agents: list[dict[str, Any]] = []
+        self._foreign: list[dict[str, Any]] = []  # live agents of this slot size on another result store
         self._tasks: dict[str, Any] = {}  # agent id -> the task as that agent serves it
         self._agents_read = 0.0
         self._no_agent_since: float | None = None
@@ -229,11 +231,14 @@ class AgentsExecutor:
         return self.bench.model_copy(update={"executor": executor}).model_dump(mode="json")
 
     def _live(self, force: bool = False) -> list[dict[str, Any]]:
-        """Live agents with this slot size (read at most every half heartbeat)."""
+        """Live agents with this slot size on this result store (read at most every half heartbeat). An agent that
+        reads requests from another store could never see ours."""
         now = time.monotonic()
         if force or now - self._agents_read > HEARTBEAT_S / 2:
-            self._agents = [a for a in read_agents(self._client)
-                            if a["live"] and int(a.get("cores_per_slot", 0)) == self.cores_per_slot]
+            sized = [a for a in read_agents(self._client)
+                     if a["live"] and int(a.get("cores_per_slot", 0)) == self.cores_per_slot]
+            self._agents = [a for a in sized if a.get("result_store") == self.store]
+            self._foreign = [a for a in sized if a.get("result_store") != self.store]
             self._agents_read = now
         return self._agents
 
@@ -248,8 +253,13 @@ class AgentsExecutor:
             time.sleep(0.5)
 
     def _no_agent_message(self) -> str:
-        return (f"no CPU agent with {self.cores_per_slot}-core slots has a live heartbeat at {self.url} after "
-                f"{self.wait_s:.0f} s: start one with `hpcrl agent --slots N` (HPCRL_AGENTS_WAIT_S sets the wait)")
+        message = (f"no CPU agent with {self.cores_per_slot}-core slots has a live heartbeat at {self.url} after "
+                   f"{self.wait_s:.0f} s: start one with `hpcrl agent --slots N` (HPCRL_AGENTS_WAIT_S sets the wait)")
+        if self._foreign:
+            stores = sorted({str(a.get("result_store") or "?") for a in self._foreign})
+            message += (f"; {len(self._foreign)} live agent(s) use another result store ({', '.join(stores)}) than "
+                        f"this process ({self.store}): point both at the same one (docs/agents.md, results storage)")
+        return message
 
     def _loop(self) -> None:
         while not self._stop.is_set():
@@ -294,7 +304,13 @@ class AgentsExecutor:
                        "nonce": uuid.uuid4().hex}  # one Prefect run per attempt, never a cache hit
             if agent not in self._tasks:
                 self._tasks[agent] = agent_task(agent)
-            submitted = self._tasks[agent].apply_async(kwargs={"request": request})
+            try:
+                submitted = self._tasks[agent].apply_async(kwargs={"request": request})
+            except OSError as err:  # the request could not be stored: no agent could ever read it
+                self._fail(entries, BenchInfraError(f"the result store {self.store} refused this process's request "
+                                                    f"({err}): kernels and results pass through it; free space or "
+                                                    "fix its path or credentials"))
+                continue
             run_id = str(submitted.task_run_id)
             with self._lock:
                 for entry in entries:
@@ -311,6 +327,13 @@ class AgentsExecutor:
         runs = self._client.read_task_runs(task_run_filter=TaskRunFilter(id=TaskRunFilterId(any_=[
             uuid.UUID(r) for r in run_ids])), limit=len(run_ids))
         alive = {str(a["agent"]) for a in live}
+        found = {str(r.id) for r in runs}
+        for run_id in run_ids:
+            run = self._runs.get(run_id)
+            if run_id not in found and run is not None and now - run.submitted > HEARTBEAT_S:
+                # deleted: an agent drops a run whose parameters it cannot read from its result store
+                self._retry(run, f"run {run_id} disappeared from the server (its agent {run.agent} could not read "
+                            f"the request from its result store; this process uses {self.store})")
         for task_run in runs:
             run_id, state = str(task_run.id), task_run.state
             run = self._runs.get(run_id)
@@ -334,7 +357,8 @@ class AgentsExecutor:
             if len(results) != len(run.entries):
                 raise ValueError(f"{len(results)} results for {len(run.entries)} kernels")
         except Exception as err:  # the result store lost or refused it, or a foreign answer: a fault of the machinery
-            self._retry(run, f"run {run.run_id}: its result could not be read from the result store: {err}")
+            self._retry(run, f"run {run.run_id}: its result could not be read from the result store {self.store}: "
+                        f"{err}")
             return
         with self._lock:
             self._runs.pop(run.run_id, None)
@@ -372,6 +396,14 @@ class AgentsExecutor:
 
         with contextlib.suppress(Exception):  # else the record stays stale; the kernel is resubmitted either way
             self._client.set_task_run_state(uuid.UUID(run_id), Crashed(message=why), force=True)
+
+    def _fail(self, entries: list[Entry], error: BenchInfraError) -> None:
+        with self._lock:
+            for entry in entries:
+                self._entries.pop(entry.key, None)
+        for entry in entries:
+            if not entry.future.done():
+                entry.future.set_exception(error)
 
     def _fail_all(self, error: BenchInfraError) -> None:
         with self._lock:

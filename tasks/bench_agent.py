@@ -89,7 +89,7 @@ def agent_task(agent_id: str) -> Any:
 
     bench_on_agent.__name__ = bench_on_agent.__qualname__ = f"{TASK_NAME}_{heartbeat_name(agent_id)}"
     bench_on_agent.__doc__ = bench_request.fn.__doc__
-    return task(bench_on_agent, name=f"{TASK_NAME}@{agent_id}", cache_policy=NO_CACHE, retries=0)
+    return task(name=f"{TASK_NAME}@{agent_id}", cache_policy=NO_CACHE, retries=0)(bench_on_agent)
 
 
 def publish(name: str, record: dict[str, Any]) -> None:
@@ -105,18 +105,27 @@ def unpublish(name: str) -> None:
     Variable.unset(name)
 
 
-def check_result_storage() -> str:
-    """Write, read and delete a probe where Prefect keeps task parameters and results (its default storage block,
-    or ``PREFECT_LOCAL_STORAGE_PATH``); returns a description of it.
-
-    Raises:
-        BenchInfraError: the store refuses (wrong credentials, full disk, read-only path), naming it.
-    """
+def result_storage() -> tuple[Any, str]:
+    """Where Prefect keeps task parameters and results in this process (its default task-scheduling storage block,
+    or ``PREFECT_LOCAL_STORAGE_PATH``), and a description of it (the folder or bucket path): the client and its
+    agents must name the same one."""
     from prefect.results import get_or_create_default_task_scheduling_storage
     from prefect.utilities.asyncutils import run_coro_as_sync
 
     store: Any = run_coro_as_sync(get_or_create_default_task_scheduling_storage())
     where = getattr(store, "basepath", None) or type(store).__name__
+    return store, str(where)
+
+
+def check_result_storage() -> str:
+    """Write, read and delete a probe in the result store (``result_storage``); returns its description.
+
+    Raises:
+        BenchInfraError: the store refuses (wrong credentials, full disk, read-only path), naming it.
+    """
+    from prefect.utilities.asyncutils import run_coro_as_sync
+
+    store, where = result_storage()
     probe = f"hpcrl-probe-{uuid.uuid4().hex}"
     try:
         run_coro_as_sync(_maybe_await(store.write_path(probe, b"ok")))
@@ -131,7 +140,7 @@ def check_result_storage() -> str:
         if callable(path):
             with contextlib.suppress(OSError):
                 os.remove(path(probe))
-    return str(where)
+    return where
 
 
 async def _maybe_await(value: Any) -> Any:
@@ -154,7 +163,7 @@ def serve_agent(bench: BenchParams, settings: Settings, slots: int, cores: Seque
     check_server(url)
     storage = check_result_storage()
     cps = bench.executor.cores_per_slot
-    runtime = AgentRuntime(agent_cores(slots, cps, cores), cps, settings)
+    runtime = AgentRuntime(agent_cores(slots, cps, cores), cps, settings, result_store=storage)
     install_agent(runtime)
     name = heartbeat_name(runtime.agent_id)
     stop = threading.Event()

@@ -54,6 +54,7 @@ class AgentRuntime:
     cores: list[int]
     cores_per_slot: int
     settings: Settings
+    result_store: str = ""  # where the agent reads requests and writes results, as the backend compares it
     agent_id: str = field(default_factory=lambda: f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:6]}")
     started_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     kernels_done: int = 0
@@ -129,6 +130,7 @@ class AgentRuntime:
         with self._lock:
             return {"agent": self.agent_id, "host": socket.gethostname(), "pid": os.getpid(),
                     "slots": len(self.slots), "cores": self.cores, "cores_per_slot": self.cores_per_slot,
+                    "result_store": self.result_store,
                     "node": node, "references": dict(self.references), "started_at": self.started_at,
                     "last_heartbeat": time.time(), "kernels_done": self.kernels_done,
                     "in_flight": sorted(self.in_flight)}

@@ -1,6 +1,8 @@
 """CPU agents end to end: a real Prefect server, two agents as separate processes (``hpcrl agent``), a client
 process on the agents backend. One agent is killed with SIGKILL while it times a kernel; every kernel still gets
-exactly one result. Without a matching agent the client stops with a clear error after its bounded wait.
+exactly one result. Without a matching agent the client stops with a clear error after its bounded wait, and says
+so when live agents use another result store. A result store that fills up mid-batch: every kernel comes back,
+with its result or with an error that names the store.
 
 Run: pytest -m integration tests/tasks/test_agents.py  (about a minute; most of it is Prefect starting up)
 """
@@ -22,7 +24,6 @@ import pytest
 import yaml
 
 from flows.agents_stack import Stack, agents_stack, read_heartbeats
-from flows.serve import terminate
 from hpcrl_core.runtime_env import ROOT
 from tests.conftest import FAST_BENCH
 from tests.helpers import public_tmp
@@ -48,8 +49,27 @@ CLIENT = textwrap.dedent("""
 """)
 
 
+# the same kernels, but every kernel's outcome is printed: its status, or the error its future raised
+OUTCOMES = CLIENT.replace("""    results = ex.map([kernel.format(k=k) for k in range(count)])""", """
+    futures = [ex.submit(kernel.format(k=k)) for k in range(count)]
+    outcomes = []
+    for f in futures:
+        try:
+            outcomes.append({"status": f.result(timeout=600).status.value})
+        except Exception as err:
+            outcomes.append({"error": f"{type(err).__name__}: {err}"})
+    print(json.dumps({"outcomes": outcomes}))
+    raise SystemExit(0)""")
+assert OUTCOMES != CLIENT
+
+
 def agents(url: str) -> list[dict[str, object]]:
     return read_heartbeats(url)
+
+
+def completed_runs(url: str) -> int:
+    return len(httpx.post(f"{url}/task_runs/filter", json={"task_runs": {"state": {"type": {"any_": ["COMPLETED"]}}}},
+                          timeout=10).json())
 
 
 def wait_for(check: object, timeout_s: float, what: str) -> object:
@@ -118,10 +138,7 @@ def test_a_killed_agent_loses_no_kernel_and_none_comes_twice(stack: Stack) -> No
         assert not lost or report["resubmitted"] >= len(lost)  # what the dead agent held was timed elsewhere
         assert all(states.get(run) in ("COMPLETED", "CRASHED") for run in taken), states  # none left RUNNING
     finally:
-        for agent in stack.agents:
-            if agent.poll() is None:
-                terminate(agent.pid)
-            agent.wait(timeout=30)
+        stack.stop_agents()
 
 
 def test_an_agent_whose_result_store_refuses_writes_stops_with_its_name(stack: Stack, tmp_path: Path) -> None:
@@ -137,3 +154,46 @@ def test_an_agent_whose_result_store_refuses_writes_stops_with_its_name(stack: S
         result = subprocess.run([sys.executable, "-m", "flows.cli", "agent", "--slots", "1", "--params",
                                  str(stack.params)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
         assert result.returncode == 1 and f"the result store {path} refuses writes" in result.stderr, result.stderr
+
+
+def test_a_result_store_that_fills_mid_batch_names_itself_for_every_kernel_it_loses(stack: Stack,
+                                                                                     tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs as the result store needs root")
+    store = stack.home / "storage"  # the stack's own store, covered by a 4 MiB tmpfs for this test
+    store.mkdir(exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(store)], check=True)
+    try:
+        stack.start_agent([sorted(os.sched_getaffinity(0))[0]])
+        stack.wait_for_agents(1)
+        # first, a client on another store: told which stores differ, not left waiting in silence (an agent
+        # killed by an earlier test may still look live for a few seconds: the count is not pinned)
+        elsewhere = tmp_path / "elsewhere"
+        other = client(stack, 1, HPCRL_AGENTS_WAIT_S="3", PREFECT_LOCAL_STORAGE_PATH=str(elsewhere))
+        _, err = other.communicate(timeout=120)
+        assert other.returncode != 0 and "live agent(s) use another result store" in err, err[-2000:]
+        assert f"({store}) than this process ({elsewhere})" in err
+        count = 6
+        proc = subprocess.Popen([sys.executable, "-c", OUTCOMES, str(stack.params), str(count), "1"], cwd=ROOT,
+                                env={**stack.env, "HPCRL_AGENTS_BUNDLE": "2"}, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        before = completed_runs(stack.url)
+        # once a run is COMPLETED its results are stored: the client can still read them from a full store
+        wait_for(lambda: proc.poll() is not None or completed_runs(stack.url) > before, 120, "a bundle completed")
+        subprocess.run(["dd", "if=/dev/zero", f"of={store / 'filler'}", "bs=64k"], capture_output=True)  # ENOSPC
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err[-3000:]
+        outcomes = json.loads(out.strip().splitlines()[-1])["outcomes"]
+        print(outcomes)
+        assert len(outcomes) == count  # every kernel answered: nothing dropped, nothing hanging
+        errors = [o["error"] for o in outcomes if "error" in o]
+        assert errors, outcomes  # the kernels after the fill cannot have come back
+        oks = [o for o in outcomes if "error" not in o]
+        assert oks and all(o["status"] == "ok" for o in oks), outcomes  # those before it did
+        for error in errors:
+            assert error.startswith("BenchInfraError") and f"result store {store}" in error, error
+        assert any("No space left on device" in e for e in errors)
+    finally:
+        stack.stop_agents()
+        subprocess.run(["umount", str(store)], check=False)
+
