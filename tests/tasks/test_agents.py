@@ -2,7 +2,9 @@
 process on the agents backend. One agent is killed with SIGKILL while it times a kernel; every kernel still gets
 exactly one result. Without a matching agent the client stops with a clear error after its bounded wait, and says
 so when live agents use another result store. A result store that fills up mid-batch: every kernel comes back,
-with its result or with an error that names the store.
+with its result or with an error that names the store. Across hosts the store is S3 (``rclone serve s3`` here):
+an agent with wrong credentials stops at start with the store named; with the right ones the kernels and results
+travel through the bucket while the client and the agent have different local folders.
 
 Run: pytest -m integration tests/tasks/test_agents.py  (about a minute; most of it is Prefect starting up)
 """
@@ -23,7 +25,7 @@ import httpx
 import pytest
 import yaml
 
-from flows.agents_stack import Stack, agents_stack, read_heartbeats
+from flows.agents_stack import Stack, agents_stack, local_s3, read_heartbeats
 from hpcrl_core.runtime_env import ROOT
 from tests.conftest import FAST_BENCH
 from tests.helpers import public_tmp
@@ -43,9 +45,12 @@ CLIENT = textwrap.dedent("""
               "for (int k = 0; k < n; k++) s += A[i*n+k] * B[k*n+j]; C[i*n+j] = s; }} }}")
     with AgentsExecutor(params.bench, Settings(), cores_per_slot) as ex:
         results = ex.map([kernel.format(k=k) for k in range(count)])
+        completed = ex.completed
+        again = ex.submit(kernel.format(k=0)).result()  # known to this process: answered without a task run
         print(json.dumps({"results": [{"status": r.status.value, "key": r.key, "agent": r.extra.get("agent")}
                                       for r in results],
-                          "completed": ex.completed, "resubmitted": ex.resubmitted}))
+                          "completed": completed, "resubmitted": ex.resubmitted,
+                          "again": {"cached": again.cached, "key": again.key, "runs_after": ex.completed}}))
 """)
 
 
@@ -130,6 +135,8 @@ def test_a_killed_agent_loses_no_kernel_and_none_comes_twice(stack: Stack) -> No
         assert len(results) == count and all(r["status"] == "ok" for r in results), results
         assert len({r["key"] for r in results}) == count  # each kernel once, none confused with another
         assert report["completed"] == count
+        again = report["again"]
+        assert again["cached"] and again["key"] == results[0]["key"] and again["runs_after"] == count
         states = {r["id"]: r["state"]["type"] for r in httpx.post(f"{url}/task_runs/filter", json={
             "task_runs": {"id": {"any_": taken}}}, timeout=10).json()}
         lost = [run for run in taken if states.get(run) != "COMPLETED"]
@@ -197,3 +204,38 @@ def test_a_result_store_that_fills_mid_batch_names_itself_for_every_kernel_it_lo
         stack.stop_agents()
         subprocess.run(["umount", str(store)], check=False)
 
+
+
+STORE_BLOCK = "remote-file-system/hpcrl-results"
+
+
+def test_results_through_s3_between_processes_that_share_no_folder(stack: Stack, tmp_path: Path) -> None:
+    with local_s3(tmp_path / "s3") as aws:
+        base = {**stack.env, **aws}
+        subprocess.run([sys.executable, "-c", "from prefect.filesystems import RemoteFileSystem; "
+                        "RemoteFileSystem(basepath='s3://hpcrl/prefect').save('hpcrl-results', overwrite=True)"],
+                       cwd=ROOT, env=base, check=True, capture_output=True, timeout=120)
+        s3_env = {**aws, "PREFECT_TASKS_SCHEDULING_DEFAULT_STORAGE_BLOCK": STORE_BLOCK,
+                  "PREFECT_RESULTS_DEFAULT_STORAGE_BLOCK": STORE_BLOCK}
+        wrong = subprocess.run([sys.executable, "-m", "flows.cli", "agent", "--slots", "1", "--params",
+                                str(stack.params)], cwd=ROOT, env={**base, **s3_env,
+                                                                   "AWS_SECRET_ACCESS_KEY": "not-the-secret"},
+                               capture_output=True, text=True, timeout=120)
+        assert wrong.returncode == 1 and "the result store s3://hpcrl/prefect refuses writes" in wrong.stderr, \
+            wrong.stderr[-2000:]
+        stack.start_agent([sorted(os.sched_getaffinity(0))[0]],
+                          env={**s3_env, "PREFECT_LOCAL_STORAGE_PATH": str(tmp_path / "agent-local")})
+        try:
+            beat = stack.wait_for_agents(1)[0]
+            assert beat["result_store"] == "s3://hpcrl/prefect"
+            proc = client(stack, 3, **s3_env, PREFECT_LOCAL_STORAGE_PATH=str(tmp_path / "client-local"))
+            out, err = proc.communicate(timeout=300)
+            assert proc.returncode == 0, err[-3000:]
+            results = json.loads(out.strip().splitlines()[-1])["results"]
+            assert [r["status"] for r in results] == ["ok"] * 3
+        finally:
+            stack.stop_agents()
+        stored = [p for p in (tmp_path / "s3" / "hpcrl" / "prefect").rglob("*") if p.is_file()]
+        assert any("parameters" in p.parts for p in stored) and len(stored) >= 2  # requests and results
+        for local in ("agent-local", "client-local"):  # nothing went through a local folder
+            assert not [p for p in (tmp_path / local).rglob("*") if p.is_file()]
