@@ -51,7 +51,7 @@ MEASURE = textwrap.dedent("""
               "C[i*n+j] = (k ? C[i*n+j] : 0.0) + a * B[k*n+j]; }} }}")
     settings = Settings()
     local = LocalExecutor(Engine(bench, settings))
-    agents = AgentsExecutor(bench, settings, 1)
+    agents = AgentsExecutor(bench, settings, 1, poll_s=float(sys.argv[5]))
     rows, v = [], 0
     def one(ex, code):
         t0 = time.monotonic(); r = ex.submit(code).result(); return time.monotonic() - t0, r
@@ -71,7 +71,8 @@ MEASURE = textwrap.dedent("""
             ex = local if name == "local" else agents
             codes = [kernel.format(v=100_000 * (rep + 1) + 10_000 * (name == "agents") + k) for k in range(batch)]
             t0 = time.monotonic(); res = ex.map(codes); wall = time.monotonic() - t0
-            pair[name] = {"kernels": batch, "wall_s": wall, "ok": sum(r.ok for r in res)}
+            pair[name] = {"kernels": batch, "wall_s": wall, "ok": sum(r.ok for r in res),
+                          "disturbed": sum(r.disturbed for r in res)}
         batches.append(pair)
     local.close(); agents.close()
     print(json.dumps({"singles": rows, "batches": batches, "bundle": settings.agents_bundle}))
@@ -83,6 +84,7 @@ def main() -> int:
     ap.add_argument("--kernels", type=int, default=12, help="kernels timed one at a time on each backend")
     ap.add_argument("--batch", type=int, default=16, help="kernels of the throughput batch on each backend")
     ap.add_argument("--repeats", type=int, default=5, help="batches on each backend")
+    ap.add_argument("--poll", type=float, default=0.05, help="how often the agents backend reads run states (s)")
     ap.add_argument("--n", type=int, default=128, help="matrix size")
     ap.add_argument("--no-doc", action="store_true", help="print only; leave docs/benchmarks.md as it is")
     args = ap.parse_args()
@@ -97,7 +99,7 @@ def main() -> int:
         up_s = time.monotonic() - t0
         print(f"server and {len(cores)} agent(s) up in {up_s:.0f} s; measuring ...", file=sys.stderr, flush=True)
         proc = subprocess.run([sys.executable, "-c", MEASURE, str(params), str(args.kernels), str(args.batch),
-                               str(args.repeats)],
+                               str(args.repeats), str(args.poll)],
                               cwd=ROOT, env={**stack.env, "HPCRL_AGENTS_WAIT_S": "120"}, capture_output=True,
                               text=True, timeout=3600)
     if proc.returncode != 0:
@@ -123,6 +125,7 @@ def render(data: dict, args: argparse.Namespace, cores: list[int], up_s: float) 
     per_kernel = [(b["agents"]["wall_s"] - b["local"]["wall_s"]) / b["agents"]["kernels"] for b in batches]
     rate = {name: [b[name]["kernels"] / b[name]["wall_s"] for b in batches] for name in ("local", "agents")}
     ok = {name: sum(b[name]["ok"] for b in batches) for name in ("local", "agents")}
+    disturbed = {name: sum(b[name].get("disturbed", 0) for b in batches) for name in ("local", "agents")}
     total = sum(b["local"]["kernels"] for b in batches)
     lat = {name: [p[name]["latency_s"] for p in singles] for name in ("local", "agents")}
     cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
@@ -134,14 +137,16 @@ def render(data: dict, args: argparse.Namespace, cores: list[int], up_s: float) 
         f"core, the server and the client on the same cores, n = {args.n}, result cache off, short timing "
         f"(`bench.for_many`), up to {data['bundle']} kernels per task run (`HPCRL_AGENTS_BUNDLE`). Command: "
         f"`.venv/bin/python benchmarks/bench_agents.py --kernels {args.kernels} --batch {args.batch} "
-        f"--repeats {args.repeats} --n {args.n}`. Server and agents came up in {up_s:.0f} s. Figures are median "
-        "[min, max].",
+        f"--repeats {args.repeats} --n {args.n} --poll {args.poll}`. Server and agents came up in {up_s:.0f} s. "
+        "Figures are median [min, max].",
         "",
         "| figure | local executor | agents backend |",
         "|---|---|---|",
         f"| batch of {args.batch}, every slot busy, {len(batches)} batches each: kernels per second | "
         f"{spread(rate['local'], fmt='.2f')} ({ok['local']}/{total} ok) | "
         f"{spread(rate['agents'], fmt='.2f')} ({ok['agents']}/{total} ok) |",
+        f"| kernels whose timing stayed disturbed by foreign load (of {total}) | {disturbed['local']} | "
+        f"{disturbed['agents']} |",
         f"| overhead per kernel in a batch: (agents wall - local wall) / kernels (ms) | | "
         f"**{spread(per_kernel, 1000, '.0f')}** (target < 150) |",
         f"| a lone kernel, one at a time, {len(singles)} kernels each: latency (s) | {spread(lat['local'])} | "

@@ -16,9 +16,10 @@ Prefect's server does not reschedule a task run whose worker died after taking i
   (``tasks/bench_agent.py``) is submitted again; so is one past its deadline (compile + run timeouts of every
   timed attempt, plus slack, for each kernel of the run). At most ``resubmits`` times, then its future gets a
   ``BenchInfraError``.
-- A kernel the backend already has a figure for in this process (same request key, not disturbed, ``bench.cache``
-  on) is answered at once, marked cached, as the local executor answers from its cache: an agent's cache hit
-  would still cost a task run.
+- A kernel the backend already has a figure for in this process (same request key, ``bench.cache`` on) is answered
+  at once, marked cached, by the local executor's rule: a disturbed figure goes back to an agent until it has
+  been measured ``MAX_MEASUREMENTS`` times (the agent's cache keeps the best). An agent's cache hit would still
+  cost a task run.
 - One result per kernel: the first attempt to complete sets it, keyed by the request key (normalised code, n,
   slot size, engine params); a slow agent's late answer is ignored. A kernel's own failure is a result, never
   retried.
@@ -48,7 +49,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from hpcrl_core.bench.executor import map_in_order, register_backend
+from hpcrl_core.bench.executor import map_in_order, measure_again, register_backend
 from hpcrl_core.bench.extract import extract_code, normalise_code
 from hpcrl_core.bench.result import BenchResult, Status, failure
 from hpcrl_core.config import BenchParams, Settings
@@ -199,7 +200,7 @@ class AgentsExecutor:
         key = request_key(ex.code, n, self.cores_per_slot, self.bench)
         with self._lock:
             hit = self._memo.get(key)
-            if hit is not None:
+            if hit is not None and not measure_again(hit):
                 self._memo.move_to_end(key)
                 answered: Future[BenchResult] = Future()
                 answered.set_result(dataclasses.replace(hit, cached=True))
@@ -381,7 +382,7 @@ class AgentsExecutor:
                 self._entries.pop(entry.key, None)
             self.completed += len(run.entries)
             for entry, result in zip(run.entries, results, strict=True):
-                if self.bench.cache and not result.disturbed:  # a disturbed figure is measured again next time
+                if self.bench.cache:
                     self._memo[entry.key] = result
             while len(self._memo) > MEMO_SIZE:
                 self._memo.popitem(last=False)

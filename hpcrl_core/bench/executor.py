@@ -58,7 +58,7 @@ def make_slots(cores: Sequence[int], cores_per_slot: int) -> list[tuple[int, ...
 MAX_MEASUREMENTS = 3  # a disturbed figure is measured again on later submissions, this many times in all
 
 
-def _measure_again(hit: BenchResult) -> bool:
+def measure_again(hit: BenchResult) -> bool:
     """A cached figure the engine marked disturbed is measured again, up to ``MAX_MEASUREMENTS`` times."""
     return hit.disturbed and int(hit.extra.get("measurements", 1)) < MAX_MEASUREMENTS
 
@@ -178,7 +178,7 @@ class LocalExecutor:
                 if key in self._inflight:
                     return self._inflight[key]
             hit = self.cache.get(key) if self.cache is not None and self.engine.params.cache else None
-            if hit is not None and not _measure_again(hit):
+            if hit is not None and not measure_again(hit):
                 fut: Future[BenchResult] = Future()
                 fut.set_result(hit)
                 return fut
