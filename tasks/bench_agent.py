@@ -53,12 +53,13 @@ def install_agent(runtime: AgentRuntime | None) -> None:
     _AGENT = runtime
 
 
-def _bench(request: dict[str, Any]) -> dict[str, Any]:
+def _runtime() -> tuple[AgentRuntime, str]:
+    """The agent of this process and the id of the task run being served."""
     from prefect.runtime import task_run
 
     if _AGENT is None:
         raise BenchInfraError("bench_request ran outside an agent: it is served by `hpcrl agent`, never run inline")
-    return agent.bench_request(_AGENT, request, str(task_run.id))
+    return _AGENT, str(task_run.id)
 
 
 @task(cache_policy=NO_CACHE, retries=0)
@@ -71,7 +72,8 @@ def bench_request(request: dict[str, Any]) -> dict[str, Any]:
         request: ``kernels`` (each ``completion``, ``n``, ``key``), ``bench`` (a ``BenchParams`` dict), ``nonce``
             (one per attempt), optionally ``reference`` (kind) and ``reference_ttl_s``.
     """
-    return _bench(request)
+    runtime, run_id = _runtime()
+    return agent.bench_request(runtime, request, run_id)
 
 
 def heartbeat_name(agent_id: str) -> str:
@@ -85,7 +87,8 @@ def agent_task(agent_id: str) -> Any:
     own name; the client and the agent derive the same key from the agent id."""
 
     def bench_on_agent(request: dict[str, Any]) -> dict[str, Any]:
-        return _bench(request)
+        runtime, run_id = _runtime()
+        return agent.bench_request(runtime, request, run_id)
 
     bench_on_agent.__name__ = bench_on_agent.__qualname__ = f"{TASK_NAME}_{heartbeat_name(agent_id)}"
     bench_on_agent.__doc__ = bench_request.fn.__doc__
