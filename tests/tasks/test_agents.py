@@ -50,7 +50,8 @@ CLIENT = textwrap.dedent("""
         print(json.dumps({"results": [{"status": r.status.value, "key": r.key, "agent": r.extra.get("agent")}
                                       for r in results],
                           "completed": completed, "resubmitted": ex.resubmitted,
-                          "again": {"cached": again.cached, "key": again.key, "runs_after": ex.completed}}))
+                          "again": {"cached": again.cached, "key": again.key, "runs_after": ex.completed,
+                                    "first_disturbed": results[0].disturbed}}))
 """)
 
 
@@ -136,7 +137,11 @@ def test_a_killed_agent_loses_no_kernel_and_none_comes_twice(stack: Stack) -> No
         assert len({r["key"] for r in results}) == count  # each kernel once, none confused with another
         assert report["completed"] == count
         again = report["again"]
-        assert again["cached"] and again["key"] == results[0]["key"] and again["runs_after"] == count
+        assert again["key"] == results[0]["key"]
+        if again["first_disturbed"]:  # the local cache's rule: a figure taken under foreign load is measured again
+            assert not again["cached"] and again["runs_after"] == count + 1
+        else:  # answered by the backend's memo, without a task run
+            assert again["cached"] and again["runs_after"] == count
         states = {r["id"]: r["state"]["type"] for r in httpx.post(f"{url}/task_runs/filter", json={
             "task_runs": {"id": {"any_": taken}}}, timeout=10).json()}
         lost = [run for run in taken if states.get(run) != "COMPLETED"]
