@@ -168,6 +168,9 @@ class AgentsExecutor:
             settings.agents_bundle
         self.node_reference, self.reference_ttl_s, self.poll_s = reference, reference_ttl_s, poll_s
         self.budget_s = kernel_budget_s(bench)
+        # the engine params every request carries: this slot size, the agent's own cores
+        executor = bench.executor.model_copy(update={"cores_per_slot": self.cores_per_slot, "cores": ()})
+        self._agent_bench = bench.model_copy(update={"executor": executor}).model_dump(mode="json")
         self.store = result_storage()[1]
         self.completed = 0
         self.resubmitted = 0
@@ -226,11 +229,7 @@ class AgentsExecutor:
         self._thread.join()
         with self._lock:
             left = list(self._entries.values())
-            self._entries.clear()
-        for entry in left:
-            if not entry.future.done():
-                entry.future.set_exception(BenchInfraError("the agents backend was closed before this kernel's "
-                                                           "result came back"))
+        self._fail(left, BenchInfraError("the agents backend was closed before this kernel's result came back"))
         self._client.__exit__(None, None, None)
 
     def __enter__(self) -> AgentsExecutor:
@@ -240,10 +239,6 @@ class AgentsExecutor:
         self.close()
 
     # -- delivery ----------------------------------------------------------------------------------------------
-    def _bench_for_agents(self) -> dict[str, Any]:
-        executor = self.bench.executor.model_copy(update={"cores_per_slot": self.cores_per_slot, "cores": ()})
-        return self.bench.model_copy(update={"executor": executor}).model_dump(mode="json")
-
     def _live(self, force: bool = False) -> list[dict[str, Any]]:
         """Live agents with this slot size on this result store (read at most every half heartbeat). An agent that
         reads requests from another store could never see ours."""
@@ -313,7 +308,7 @@ class AgentsExecutor:
                 agent = max(free, key=lambda a: free[a])
                 size = bundle_size(len(self._queue), total, self.bundle)
                 entries, self._queue = self._queue[:size], self._queue[size:]
-            request = {"kernels": [e.kernel for e in entries], "bench": self._bench_for_agents(),
+            request = {"kernels": [e.kernel for e in entries], "bench": self._agent_bench,
                        "reference": self.node_reference, "reference_ttl_s": self.reference_ttl_s,
                        "nonce": uuid.uuid4().hex}  # one Prefect run per attempt, never a cache hit
             if agent not in self._tasks:
@@ -427,13 +422,9 @@ class AgentsExecutor:
     def _fail_all(self, error: BenchInfraError) -> None:
         with self._lock:
             entries = list(self._entries.values())
-            self._entries.clear()
             self._queue.clear()
             self._runs.clear()
-        for entry in entries:
-            if not entry.future.done():
-                entry.future.set_exception(error)
-
+        self._fail(entries, error)
 
 def agents_executor(bench: BenchParams, settings: Settings, cores_per_slot: int | None = None,
                     reference: str | None = None) -> AgentsExecutor:
