@@ -1,0 +1,1 @@
+"""Tests of infra/: the lab files (compose, Slurm, accelerate) checked with real tools."""
