@@ -9,8 +9,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.stamp-$(shell sha256sum pyproject.toml | cut -c1-12)
 # gcc/binutils/util-linux: the benchmark engine; clang + libomp-dev: ThreadSanitizer checks of the race corpus
-# (gcc's libgomp is not instrumented); gfortran: compiling the Fortran race items.
-APT_PACKAGES := gcc binutils util-linux clang libomp-dev gfortran
+# (gcc's libgomp is not instrumented); gfortran: compiling the Fortran race items; shellcheck + docker-compose:
+# validating infra/ (tests/infra); chromium + chromium-driver: the MLflow UI test in a real headless browser.
+APT_PACKAGES := gcc binutils util-linux clang libomp-dev gfortran shellcheck docker-compose chromium chromium-driver
 
 export DO_NOT_TRACK := true
 export MLFLOW_DISABLE_TELEMETRY := true
