@@ -1,8 +1,17 @@
 """The only module that talks to MLflow: stage runs, their params, metrics and artifacts, and the model registry.
 
 Embedded default: a local SQLite store (``sqlite:///mlflow.db``) with artifacts in ``./mlruns``; a server is
-chosen by ``MLFLOW_TRACKING_URI``. Every stage run is tagged with the git commit, the process that holds it, and
-with the DVC data hash and the Prefect flow-run id when the caller knows them (this module never imports Prefect).
+chosen by ``MLFLOW_TRACKING_URI``. Every stage run is named after its DVC stage (``sft``, ``rl_hargo@hargo-1``) and
+tagged with its stage (``hpcrl.stage``), the git commit (``git_commit``), the process that holds it, its seed
+(``hpcrl.seed``, from the params when not given), and with its method (``hpcrl.method``), the hash of the data it read
+(``data_hash``) and the Prefect flow-run id when the caller knows them (this module never imports Prefect). Params are
+logged by params.yaml section (``rl_dgemm.learning_rate``); TRL's own TrainingArguments stay out of the params
+(``hpcrl_core/training/mlflow_callback.py`` logs them as the artifact ``trl/training_arguments.json``).
+
+The experiment is marked as model training (tag ``mlflow.experimentKind``). MLflow 3.17's UI opens every experiment
+in the view its GenAI / Model training switch last chose (GenAI in a fresh browser) whatever the tag says, so
+``experiment_url`` and ``compare_url`` give links that open the model-training view
+(``workflowType=machine_learning``).
 A run whose process died is closed as KILLED by the next start of its stage; a stage that resumes from a
 checkpoint reopens the run that made the checkpoint (``dvc_stage_run``).
 
@@ -14,15 +23,17 @@ the evaluation metrics (flattened: ``rl.gflops_median``); run and version carry 
 ``data_hash`` (``hpcrl_core.provenance``). Roles are registry aliases (``challenger``, ``champion``), never stages;
 whether a challenger becomes champion is ``hpcrl_core.evaluation.promotion.decide_promotion``, plain Python.
 
-Test: ``pytest tests/test_tracking.py``.
+Test: ``pytest tests/test_tracking.py``; the UI itself: ``pytest -m integration tests/test_mlflow_ui.py``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import os
-from collections.abc import Iterator, Mapping
+import urllib.parse
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +41,7 @@ from typing import Any
 from hpcrl_core.errors import ConfigError, TrackingInfraError
 from hpcrl_core.files import write_text_atomic
 from hpcrl_core.processes import ProcessId, is_alive, this_process
-from hpcrl_core.provenance import git_commit
+from hpcrl_core.provenance import data_hash, git_commit
 
 EXPERIMENT = "hpcrl"
 DEFAULT_URI = "sqlite:///mlflow.db"
@@ -40,7 +51,15 @@ STAGE_TAG = "hpcrl.stage"
 HOST_TAG, PID_TAG, PID_START_TAG = "hpcrl.host", "hpcrl.pid", "hpcrl.pid_start"  # the process holding the run
 RESUMES_TAG = "hpcrl.resumes"  # how often a crashed run was reopened by a resumed stage
 CLOSED_TAG = "hpcrl.closed_reason"  # why close_dead_runs ended it (removed when the run is resumed)
+METHOD_TAG, SEED_TAG = "hpcrl.method", "hpcrl.seed"  # what the HARGO comparison (and SFT vs RL) filters on
+GIT_COMMIT_TAG, DATA_HASH_TAG = "git_commit", "data_hash"  # provenance, the same names as on registered versions
 RUN_FILE = "mlflow_run.json"  # in a stage's checkpoint folder: the id of the run that made the checkpoints
+# The experiment's kind, as MLflow's UI sets it (its values: genai_development, custom_model_development). A kind
+# already there is kept: someone chose it in the UI.
+EXPERIMENT_KIND_TAG, MODEL_TRAINING = "mlflow.experimentKind", "custom_model_development"
+# The query parameter of MLflow 3.17's UI that picks its Model training view over its GenAI one (else remembered per
+# browser, GenAI by default)
+UI_VIEW = {"workflowType": "machine_learning"}
 
 
 def _resolve_uri(tracking_uri: str | None) -> str:
@@ -119,9 +138,11 @@ def _run_to_resume(client: Any, run_file: Path, dvc_stage: str) -> str | None:
 
 @contextlib.contextmanager
 def dvc_stage_run(dvc_stage: str, params: Mapping[str, Any] | None = None, tags: Mapping[str, str] | None = None,
-                  tracking_uri: str | None = None, run_file: Path | None = None,
-                  resume: bool = False) -> Iterator[Any]:
-    """The MLflow run of one DVC stage: params flattened (``prepare.race.per_pattern``), standard tags set.
+                  tracking_uri: str | None = None, run_file: Path | None = None, resume: bool = False, *,
+                  method: str | None = None, seed: int | None = None,
+                  data: Sequence[Path] = ()) -> Iterator[Any]:
+    """The MLflow run of one DVC stage, named ``dvc_stage``: params flattened (``{"rl_dgemm": {"beta": 0}}`` is
+    ``rl_dgemm.beta``: pass the stage's params.yaml sections, its own first), standard tags set (``run_tags``).
 
     First closes the stage's runs whose process died (``close_dead_runs``). With ``run_file`` (a file in the stage's
     checkpoint folder), the run id is written there when the run starts; with ``resume`` too (the stage resumes
@@ -129,11 +150,37 @@ def dvc_stage_run(dvc_stage: str, params: Mapping[str, Any] | None = None, tags:
     finishing: a crashed and resumed stage is one run in MLflow, its metrics continuing. Steps between the last
     checkpoint and the crash are trained again, so their metrics appear twice at the same step.
 
+    Args:
+        method: the tag ``hpcrl.method`` (``sft``, ``dapo``, ``hargo``, ...); none when not given.
+        seed: the tag ``hpcrl.seed``; default: the ``seed`` of ``params`` (top level, else its first section's).
+        data: the data files the stage reads; their content hash is the tag ``data_hash``.
+
     Yields:
         The active ``mlflow.ActiveRun``.
     """
-    with _tracked_run(dvc_stage, params, tags, tracking_uri, run_file, resume) as run:
+    standard = run_tags(method=method, seed=_params_seed(params) if seed is None else seed, data=data)
+    with _tracked_run(dvc_stage, params, {**standard, **(tags or {})}, tracking_uri, run_file, resume) as run:
         yield run
+
+
+def run_tags(method: str | None = None, seed: int | None = None, data: Sequence[Path] = ()) -> dict[str, str]:
+    """The tags ``hpcrl.method``, ``hpcrl.seed`` and ``data_hash`` (a content hash of the ``data`` files that exist,
+    as ``provenance.data_hash`` computes it relative to their common folder), each only when known."""
+    tags = {METHOD_TAG: method, SEED_TAG: None if seed is None else str(seed)}
+    files = sorted(Path(os.path.abspath(f)) for f in data if Path(f).is_file())
+    if files:
+        root = Path(os.path.commonpath([f.parent for f in files]))
+        tags[DATA_HASH_TAG] = data_hash(root, tuple(glob.escape(f.relative_to(root).as_posix()) for f in files))
+    return {k: v for k, v in tags.items() if v is not None}
+
+
+def _params_seed(params: Mapping[str, Any] | None) -> int | None:
+    """``params["seed"]``, else the first section's ``seed`` (the stage's own section comes first)."""
+    if not params:
+        return None
+    first = next(iter(params.values()))
+    seed = params.get("seed", first.get("seed") if isinstance(first, Mapping) else None)
+    return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
 
 
 @contextlib.contextmanager
@@ -144,10 +191,12 @@ def _tracked_run(name: str, params: Mapping[str, Any] | None, tags: Mapping[str,
 
     uri = _resolve_uri(tracking_uri)
     mlflow.set_tracking_uri(uri)
-    mlflow.set_experiment(EXPERIMENT)
+    experiment = mlflow.set_experiment(EXPERIMENT)
+    if EXPERIMENT_KIND_TAG not in experiment.tags:
+        mlflow.set_experiment_tag(EXPERIMENT_KIND_TAG, MODEL_TRAINING)
     close_dead_runs(name, uri)
     run_id = _run_to_resume(_client(uri), run_file, name) if run_file is not None and resume else None
-    all_tags = {STAGE_TAG: name, "git_commit": git_commit(), **_process_tags(), **(tags or {})}
+    all_tags = {STAGE_TAG: name, GIT_COMMIT_TAG: git_commit(), **_process_tags(), **(tags or {})}
     if run_id is None:
         active = mlflow.start_run(run_name=name, tags=all_tags)
     else:
@@ -164,6 +213,18 @@ def _tracked_run(name: str, params: Mapping[str, Any] | None, tags: Mapping[str,
                     for k, v in _flatten(params).items()}
             mlflow.log_params(flat)
         yield run
+
+
+def experiment_url(ui_url: str, experiment_id: str) -> str:
+    """The link that opens an experiment's runs in MLflow's model-training view, e.g.
+    ``http://127.0.0.1:5000/#/experiments/1/runs?workflowType=machine_learning``."""
+    return f"{ui_url.rstrip('/')}/#/experiments/{experiment_id}/runs?{urllib.parse.urlencode(UI_VIEW)}"
+
+
+def compare_url(ui_url: str, run_ids: Sequence[str], experiment_ids: Sequence[str]) -> str:
+    """The link to MLflow's comparison of ``run_ids`` (params, metrics, plots side by side)."""
+    query = {"runs": json.dumps(list(run_ids)), "experiments": json.dumps(list(experiment_ids)), **UI_VIEW}
+    return f"{ui_url.rstrip('/')}/#/compare-runs?{urllib.parse.urlencode(query)}"
 
 
 def log_metrics(metrics: Mapping[str, float], step: int | None = None) -> None:

@@ -9,7 +9,9 @@ import socket
 import subprocess
 import sys
 import textwrap
+import urllib.parse
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -206,3 +208,130 @@ def test_an_unreachable_server_is_a_retryable_infrastructure_error(monkeypatch) 
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "5")
     with pytest.raises(tracking.TrackingInfraError, match="http://127.0.0.1:9 failed"):
         tracking.get_alias("hpcrl-dgemm", "champion", "http://127.0.0.1:9")
+
+
+# --------------------------------------------------------------------------------- what the MLflow UI compares
+
+
+def test_a_stage_run_is_named_tagged_and_logs_its_params_by_section(tmp_path: Path, monkeypatch) -> None:
+    import mlflow
+
+    monkeypatch.chdir(tmp_path)
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    (tmp_path / "data" / "plp").mkdir(parents=True)
+    prompts = [tmp_path / "data" / "plp" / "train.jsonl", tmp_path / "data" / "race_c.jsonl"]
+    for f in prompts:
+        f.write_text('{"prompt": "p"}\n')
+    params = {"rl_hargo": {"learning_rate": 1e-5, "seed": 7, "trl": {"top_k": 4}}, "task_reward": {"tie": 0.5}}
+    with tracking.dvc_stage_run("rl_hargo@hargo-7", params=params, tracking_uri=uri, method="hargo",
+                                data=[*prompts, tmp_path / "data" / "missing.jsonl"]) as run:
+        pass
+    got = mlflow.MlflowClient(uri).get_run(run.info.run_id)
+    assert got.info.run_name == "rl_hargo@hargo-7"
+    assert got.data.params == {"rl_hargo.learning_rate": "1e-05", "rl_hargo.seed": "7", "rl_hargo.trl.top_k": "4",
+                               "task_reward.tie": "0.5"}
+    tags = got.data.tags
+    assert (tags["hpcrl.stage"], tags["hpcrl.method"], tags["hpcrl.seed"]) == ("rl_hargo@hargo-7", "hargo", "7")
+    assert tags["git_commit"] == provenance.git_commit()
+    assert tags["data_hash"] == provenance.data_hash(tmp_path / "data", ("plp/train.jsonl", "race_c.jsonl"))
+    prompts[0].write_text('{"prompt": "other"}\n')  # other data, another hash; a seed given beats the params'
+    with tracking.dvc_stage_run("rl_hargo@hargo-7", params={**params, "seed": 2}, tracking_uri=uri, seed=3,
+                                data=prompts) as again:
+        pass
+    tags = mlflow.MlflowClient(uri).get_run(again.info.run_id).data.tags
+    assert tags["hpcrl.seed"] == "3" and tags["data_hash"] != got.data.tags["data_hash"]
+    assert "hpcrl.method" not in tags  # not known: not guessed
+
+
+def test_the_seed_tag_comes_from_the_params_top_level_first() -> None:
+    assert tracking.run_tags(seed=tracking._params_seed({"sft": {"seed": 5}, "model": {"seed": 9}})) == \
+        {"hpcrl.seed": "5"}
+    assert tracking._params_seed({"offline": {"seed": 1234}, "seed": 2}) == 2
+    assert tracking._params_seed({"evaluate": {"max_problems": 3}}) is None and tracking.run_tags() == {}
+
+
+def test_the_experiment_is_marked_as_model_training_unless_someone_chose_a_kind(tmp_path: Path, monkeypatch) -> None:
+    import mlflow
+
+    monkeypatch.chdir(tmp_path)
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    client = mlflow.MlflowClient(uri)
+    with tracking.dvc_stage_run("sft", tracking_uri=uri):
+        pass
+    experiment = client.get_experiment_by_name(tracking.EXPERIMENT)
+    assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
+    client.set_experiment_tag(experiment.experiment_id, "mlflow.experimentKind", "genai_development")  # from the UI
+    with tracking.dvc_stage_run("sft", tracking_uri=uri):
+        pass
+    assert client.get_experiment(experiment.experiment_id).tags["mlflow.experimentKind"] == "genai_development"
+
+
+def test_ui_links_open_the_model_training_view() -> None:
+    assert tracking.experiment_url("http://h:5000/", "3") == \
+        "http://h:5000/#/experiments/3/runs?workflowType=machine_learning"
+    link = tracking.compare_url("http://h:5000", ["a1", "b2"], ["3"])
+    query = urllib.parse.parse_qs(link.split("#/compare-runs?", 1)[1])
+    assert json.loads(query["runs"][0]) == ["a1", "b2"] and json.loads(query["experiments"][0]) == ["3"]
+    assert query["workflowType"] == ["machine_learning"]
+
+
+def _tiny_trainer(tmp_path: Path, report_to: list[str]) -> Any:
+    """A transformers Trainer on a 1-layer Qwen2 with TRL's SFTConfig as its arguments (what the stages build)."""
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM, Trainer
+    from trl import SFTConfig
+
+    from hpcrl_core.training.trl_options import device_options
+
+    torch.manual_seed(0)
+    model = Qwen2ForCausalLM(Qwen2Config(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                                         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=16))
+    rows = [{"input_ids": torch.arange(8) % 32, "labels": torch.arange(8) % 32} for _ in range(4)]
+    args = SFTConfig(output_dir=str(tmp_path / "out"), report_to=report_to, max_steps=1, per_device_train_batch_size=2,
+                     logging_steps=1, save_strategy="no", learning_rate=3e-4, **device_options())
+    return Trainer(model=model, args=args, train_dataset=rows)
+
+
+def test_trl_arguments_go_to_an_artifact_not_to_the_params(tmp_path: Path, monkeypatch) -> None:
+    from transformers.integrations import MLflowCallback
+
+    import mlflow
+    from hpcrl_core.training.mlflow_callback import TRL_ARGS_ARTIFACT, HpcrlMLflowCallback, use_hpcrl_mlflow
+
+    monkeypatch.chdir(tmp_path)
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    client = mlflow.MlflowClient(uri)
+    trainer = use_hpcrl_mlflow(_tiny_trainer(tmp_path, ["mlflow"]))
+    assert [type(cb) for cb in trainer.callback_handler.callbacks if isinstance(cb, MLflowCallback)] == \
+        [HpcrlMLflowCallback]
+    with tracking.dvc_stage_run("sft", params={"sft": {"learning_rate": 3e-4}}, tracking_uri=uri) as run:
+        trainer.train()
+    got = client.get_run(run.info.run_id)
+    assert got.data.params == {"sft.learning_rate": "0.0003"}  # hpcrl's own, nothing of TRL's hundreds
+    assert "loss" in got.data.metrics  # the callback still logs the training curves into the stage's run
+    path = mlflow.artifacts.download_artifacts(run_id=run.info.run_id, artifact_path=TRL_ARGS_ARTIFACT,
+                                               tracking_uri=uri)
+    logged = json.loads(Path(path).read_text())
+    assert logged["config_class"] == "SFTConfig" and logged["training_arguments"]["learning_rate"] == 3e-4
+    assert logged["training_arguments"]["max_steps"] == 1 and logged["model_config"]["hidden_size"] == 16
+    plain = use_hpcrl_mlflow(_tiny_trainer(tmp_path, []))  # no MLflow asked: none added
+    assert not any(isinstance(cb, MLflowCallback) for cb in plain.callback_handler.callbacks)
+
+
+def test_transformers_mlflow_callback_still_logs_params_through_the_hook_we_bend(tmp_path: Path, monkeypatch) -> None:
+    """What ``HpcrlMLflowCallback`` relies on: transformers' setup logs every argument as params through
+    ``self._ml_flow``. Should transformers change that, this fails (and TRL's args may flood the params again)."""
+    from transformers import TrainerState
+    from transformers.integrations import MLflowCallback
+
+    import mlflow
+
+    monkeypatch.chdir(tmp_path)
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    trainer = _tiny_trainer(tmp_path, [])
+    with tracking.dvc_stage_run("sft", tracking_uri=uri) as run:
+        callback = MLflowCallback()
+        assert callback._ml_flow is mlflow
+        callback.setup(trainer.args, TrainerState(), trainer.model)
+    params = mlflow.MlflowClient(uri).get_run(run.info.run_id).data.params
+    assert len(params) > 100 and {"learning_rate", "accelerator_config", "hidden_size"} <= set(params)

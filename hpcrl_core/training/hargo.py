@@ -49,6 +49,7 @@ from hpcrl_core.training.checkpoints import (
     save_log_history,
     save_policy,
 )
+from hpcrl_core.training.mlflow_callback import use_hpcrl_mlflow
 from hpcrl_core.training.run_record import write_run_record
 from hpcrl_core.training.trl_options import check_passthrough, grpo_options
 
@@ -361,8 +362,10 @@ def build_hargo_trainer(params: Params, data_dir: Path, sft_dir: Path, output_di
         reward_funcs = [get_reward("hpc_tasks")(RewardContext(params=params, executor=None))]
     model, tokenizer = load_saved_policy(sft_dir, trainable=True, key="sft_dir")
     dataset = fitting_prompt_rows(dataset, model, tokenizer, rp.max_completion_length, "rl_hargo")
-    return trainer_cls(model=model, reward_funcs=list(reward_funcs), args=args, train_dataset=dataset,
-                       processing_class=tokenizer)
+    trainer = trainer_cls(model=model, reward_funcs=list(reward_funcs), args=args, train_dataset=dataset,
+                          processing_class=tokenizer)
+    use_hpcrl_mlflow(trainer)
+    return trainer
 
 
 def run_hargo(params: Params, data_dir: Path, sft_dir: Path, output_dir: Path, report_to: list[str], method: str,

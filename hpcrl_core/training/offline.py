@@ -39,6 +39,7 @@ from hpcrl_core.training.checkpoints import (
     save_log_history,
     save_policy,
 )
+from hpcrl_core.training.mlflow_callback import use_hpcrl_mlflow
 from hpcrl_core.training.pairs import load_pairs
 from hpcrl_core.training.run_record import read_pairs_card, write_run_record
 from hpcrl_core.training.sft_data import record_tokens
@@ -139,7 +140,8 @@ def build_offline_trainer(params: Params, pairs_path: Path, sft_dir: Path, outpu
     model, tokenizer = load_saved_policy(sft_dir, trainable=True, key="sft_dir")
     check_pair_lengths(pairs, tokenizer, op.max_length, method)
     dataset = unpaired_dataset(pairs) if method == "kto" else paired_dataset(pairs)
-    return TRAINERS[method](model=model, args=args, train_dataset=dataset, processing_class=tokenizer)
+    trainer = TRAINERS[method](model=model, args=args, train_dataset=dataset, processing_class=tokenizer)
+    return use_hpcrl_mlflow(trainer)
 
 
 def run_offline(params: Params, pairs_path: Path, sft_dir: Path, output_dir: Path, report_to: list[str], method: str,

@@ -54,6 +54,7 @@ from hpcrl_core.training.checkpoints import (
     save_log_history,
     save_policy,
 )
+from hpcrl_core.training.mlflow_callback import use_hpcrl_mlflow
 from hpcrl_core.training.trl_options import check_passthrough, grpo_options, trl_version
 
 SQD_STATE = STATE_FILE
@@ -213,6 +214,7 @@ def build_rl_trainer(params: Params, data_dir: Path, sft_dir: Path, output_dir: 
     funcs = [factory(ctx) for factory in factories]
     trainer = SQDGRPOTrainer(model=model, reward_funcs=funcs, args=args, train_dataset=dataset,
                              processing_class=tokenizer, rollouts=rollouts)
+    use_hpcrl_mlflow(trainer)
     return RLRun(trainer, rollouts, executor, funcs)
 
 

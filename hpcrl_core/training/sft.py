@@ -35,6 +35,7 @@ from hpcrl_core.training.checkpoints import (
     save_log_history,
     save_policy,
 )
+from hpcrl_core.training.mlflow_callback import use_hpcrl_mlflow
 from hpcrl_core.training.sft_data import fitting_datasets, load_sft_datasets
 from hpcrl_core.training.trl_options import check_passthrough, device_options
 
@@ -128,8 +129,9 @@ def build_sft_trainer(params: Params, data_dir: Path, output_dir: Path, report_t
     save_tokenizer(tokenizer, output_dir / TOKENIZER_DIR)
     train, evaluation = fitting_datasets(sp.max_length, train, evaluation, tokenizer, {} if notes is None else notes)
     args = sft_config(sp, output_dir, report_to, has_eval=len(evaluation) > 0)
-    return SFTTrainer(model=model, args=args, train_dataset=train,
-                      eval_dataset=evaluation if len(evaluation) else None, processing_class=tokenizer)
+    trainer = SFTTrainer(model=model, args=args, train_dataset=train,
+                         eval_dataset=evaluation if len(evaluation) else None, processing_class=tokenizer)
+    return use_hpcrl_mlflow(trainer)
 
 
 def run_sft(params: Params, data_dir: Path, output_dir: Path, report_to: list[str]) -> dict[str, Any]:
