@@ -1,8 +1,8 @@
 # hpcrl: `make run` (main job on embedded defaults) and `make test` (tests) are all a fresh machine needs.
 # Both call `make setup`, which installs system packages that are missing and creates or updates .venv
 # (quick when nothing changed: the venv stamp is keyed on pyproject.toml).
-# `make serve` starts a local Prefect server (127.0.0.1:$(SERVE_PORT), default 4200) and a process worker in the
-# background with the `train-dgemm` deployment; `make stop` stops them. See docs/orchestration.md.
+# `make serve` starts the local stack in the background (S3, MLflow, Prefect with pools cpu/gpu and the deployments
+# of prefect.yaml, one CPU agent) and writes serve.env; `make stop` stops it. See docs/orchestration.md.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -74,14 +74,17 @@ bench-rl: setup
 clean:
 	rm -rf .hpcrl .pytest_cache .mypy_cache .ruff_cache
 
-# Local Prefect server + worker for the hpcrl-local pool, then the train-dgemm deployment; pids and logs in
-# .prefect/serve/. Running it again starts nothing twice. Another port: make serve SERVE_PORT=4201
+# The local stack (flows/serve.py): rclone S3 on $(S3_PORT), MLflow on $(MLFLOW_PORT) (artifacts in S3), Prefect on
+# $(SERVE_PORT) with workers of pools cpu and gpu and the deployments of prefect.yaml, one CPU agent; pids and logs in
+# .prefect/serve/, endpoints and keys in serve.env. Running it again starts nothing twice. `hpcrl status`: health.
 SERVE_PORT ?= 4200
+MLFLOW_PORT ?= 5000
+S3_PORT ?= 9000
 .PHONY: serve stop
 
 serve: setup
-	$(PY) -m flows.serve start --port $(SERVE_PORT)
+	$(PY) -m flows.serve start --port $(SERVE_PORT) --mlflow-port $(MLFLOW_PORT) --s3-port $(S3_PORT)
 
-# Stops the worker (and flow runs it started), then the server.
+# Stops the agent, the workers (and flow runs they started), the Prefect server, MLflow, S3; removes serve.env.
 stop:
 	@if [ -x $(PY) ]; then $(PY) -m flows.serve stop; else echo "no $(VENV): nothing to stop"; fi

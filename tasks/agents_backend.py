@@ -69,8 +69,8 @@ def api_url() -> str:
     """
     url = os.environ.get("PREFECT_API_URL", "").rstrip("/")
     if not url:
-        raise ConfigError("the agents backend needs a Prefect server: set PREFECT_API_URL (e.g. `make serve` prints "
-                          "`export PREFECT_API_URL=http://127.0.0.1:4200/api`)")
+        raise ConfigError("the agents backend needs a Prefect server: set PREFECT_API_URL (`make serve` writes it to "
+                          "serve.env: `set -a; . ./serve.env; set +a`)")
     return url
 
 

@@ -211,7 +211,7 @@ def test_workers_run_the_pools_the_deployments_use() -> None:
     deploys = re.findall(r"flows\.deploy --pool (\S+) --pipeline (\S+)", readme)
     assert {p for p, _ in deploys} == {"gpu", "cpu"}, deploys
     assert {name for _, name in deploys} == set(PIPELINES), f"README deploys {deploys}; PIPELINES {list(PIPELINES)}"
-    assert dict((name, pool) for pool, name in deploys)["evaluate"] == "cpu"
+    assert {name: pool for pool, name in deploys} == {name: p.pool for name, p in PIPELINES.items()}  # prefect.yaml
 
 
 def test_readme_runs_deployments_that_exist() -> None:
@@ -221,7 +221,7 @@ def test_readme_runs_deployments_that_exist() -> None:
     assert runs, "infra/README.md runs no deployment"
     for flow, name in runs:
         assert name in PIPELINES, f"deployment {flow}/{name}: no pipeline {name!r} in flows/deploy.py"
-        assert flow == flow_name(PIPELINES[name][0]), f"deployment {flow}/{name}: the flow is named otherwise"
+        assert flow == flow_name(PIPELINES[name].entrypoint), f"deployment {flow}/{name}: the flow is named otherwise"
 
 
 def test_buckets_and_result_block_agree_everywhere() -> None:
