@@ -86,6 +86,11 @@ def read_pid(service: Service, d: Path) -> int | None:
     try:
         pid = int(path.read_text().strip())
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        for _ in range(20):  # a process still in exec shows an empty command line for a moment
+            if cmdline or not alive(pid):
+                break
+            time.sleep(0.05)
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except (OSError, ValueError):
         pid, cmdline = 0, b""
     if pid and alive(pid) and service.marker in cmdline:
