@@ -90,7 +90,7 @@ def _track(result: dict[str, Any], params: Params, report: Path) -> None:
     for method in (m for m in models(result) if m != hargo.SFT):
         for seed, metrics in result[method]["runs"].items():
             tags = {**flow_run_tags(), **COMPARISON_TAG, "method": method, "seed": str(seed), "kind": "evaluation"}
-            with tracking.dvc_stage_run(f"evaluate_hargo@{method}-{seed}", tags=tags):
+            with tracking.dvc_stage_run(f"evaluate_hargo@{method}-{seed}", tags=tags, method=method, seed=seed):
                 tracking.log_metrics(metrics)
     with tracking.dvc_stage_run("evaluate_hargo", params={"evaluate_hargo": params.evaluate_hargo.model_dump()},
                                 tags={**flow_run_tags(), **COMPARISON_TAG, "kind": "evaluation"}):

@@ -36,7 +36,8 @@ def hpcgpt(seed: int = 1, params_path: str = "params.yaml", data_dir: str = "dat
     settings = {"hpcgpt": params.hpcgpt.model_dump(exclude={"seeds"}), "sft_hargo": params.sft_hargo.model_dump(),
                 "model": params.model.model_dump(), "seed": seed}
     name = f"{HPCGPT}@{seed}"
-    with resumable_dvc_stage(name, out, inputs, settings, {**COMPARISON_TAG, "method": HPCGPT, "seed": str(seed)}):
+    with resumable_dvc_stage(name, out, inputs, settings, {**COMPARISON_TAG, "method": HPCGPT, "seed": str(seed)},
+                             method=HPCGPT, data=inputs):
         result = run_hpcgpt(params, data, out, ["mlflow"], seed)
         log_comparison_run(result, HPCGPT)
     get_run_logger().info("%s: %s epochs of %s records in %s steps, train loss %.4f, resumed from %s; model in %s",

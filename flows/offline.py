@@ -38,7 +38,8 @@ def offline(method: str = "dpo", seed: int = 1, params_path: str = "params.yaml"
     settings = {"offline": params.offline.model_dump(exclude={"methods", "seeds", *others}), "method": method,
                 "seed": seed}
     name = f"offline@{method}-{seed}"
-    with resumable_dvc_stage(name, out, inputs, settings, {**COMPARISON_TAG, "method": method, "seed": str(seed)}):
+    with resumable_dvc_stage(name, out, inputs, settings, {**COMPARISON_TAG, "method": method, "seed": str(seed)},
+                             method=method, data=inputs[:1]):
         result = run_offline(params, Path(pairs), sft, out, ["mlflow"], method, seed)
         log_comparison_run(result, method)
     get_run_logger().info("%s: step %s, train loss %.4f on %s pairs, resumed from %s; model in %s", name,

@@ -34,7 +34,7 @@ def prepare(params_path: str = "params.yaml", out_dir: str = "data") -> dict:
     summary = write_outputs(outputs, Path(out_dir))
     summary["seconds"] = round(time.monotonic() - t0, 1)
     tags = flow_run_tags()
-    with tracking.dvc_stage_run("prepare", params=p.model_dump(), tags=tags):
+    with tracking.dvc_stage_run("prepare", params={"prepare": p.model_dump()}, tags=tags):
         for family, counts in summary["families"].items():
             tracking.log_metrics({f"{family}.{k}": v for k, v in counts.items()})
         tracking.log_metrics({"prepare_seconds": summary["seconds"]})

@@ -16,6 +16,7 @@ from pathlib import Path
 from prefect import flow, get_run_logger
 
 from flows.resumable import resumable_dvc_stage
+from flows.stage import DGEMM_COMPARISON_TAG
 from hpcrl_core import tracking
 from hpcrl_core.config import load_params
 from tasks.rl_dgemm import run_rl
@@ -33,7 +34,9 @@ def rl_dgemm(params_path: str = "params.yaml", data_dir: str = "data", sft_dir: 
     settings = {"rl_dgemm": params.rl_dgemm.model_dump(), "reward": params.reward.model_dump(),
                 "bench": params.bench.model_dump()}
     log = get_run_logger()
-    with resumable_dvc_stage("rl_dgemm", out, inputs, settings):
+    # its method: the GRPO loss variant (dapo, grpo, dr_grpo, ...), as the HARGO runs name theirs
+    with resumable_dvc_stage("rl_dgemm", out, inputs, settings, DGEMM_COMPARISON_TAG, method=params.rl_dgemm.loss_type,
+                             data=inputs[:1]):
         result = run_rl(params, data, sft, out, report_to=["mlflow"])
         tracking.log_metrics({k: v for k, v in result.items() if isinstance(v, int | float)})
         final = Path(result["final_dir"])

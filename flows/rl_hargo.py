@@ -46,7 +46,8 @@ def rl_hargo(method: str = "hargo", seed: int = 1, params_path: str = "params.ya
                 "method": method, "seed": seed}
     log = get_run_logger()
     name = run_name(method, seed)
-    with resumable_dvc_stage(name, out, inputs, settings, {**COMPARISON_TAG, "method": method, "seed": str(seed)}):
+    with resumable_dvc_stage(name, out, inputs, settings, {**COMPARISON_TAG, "method": method, "seed": str(seed)},
+                             method=method, data=prompt_files(rp, data)):
         result = run_hargo(params, data, sft, out, ["mlflow"], method, seed)
         log_comparison_run(result, "rl_hargo")
     log.info("%s: step %s, train loss %.4f, EMA %s, resumed from %s; model in %s", name, result["global_step"],

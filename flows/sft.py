@@ -15,6 +15,7 @@ from pathlib import Path
 from prefect import flow, get_run_logger
 
 from flows.resumable import resumable_dvc_stage
+from flows.stage import DGEMM_COMPARISON_TAG
 from hpcrl_core import tracking
 from hpcrl_core.config import load_params
 from hpcrl_core.evaluation.report import samples_path_for
@@ -32,7 +33,7 @@ def sft(params_path: str = "params.yaml", data_dir: str = "data", out_dir: str =
     files = [data / f / name for f in params.sft.families for name in ("train.jsonl", "eval.jsonl")]
     settings = {"sft": params.sft.model_dump(), "model": params.model.model_dump()}
     log = get_run_logger()
-    with resumable_dvc_stage("sft", out, files, settings):
+    with resumable_dvc_stage("sft", out, files, settings, DGEMM_COMPARISON_TAG, method="sft", data=files):
         result = run_sft(params, data, out, report_to=["mlflow"])
         tracking.log_metrics({k: v for k, v in result.items() if k in ("train_loss", "eval_loss", "global_step")})
         metrics = evaluate_policy(Path(result["final_dir"]), data, params, Path(report))

@@ -33,7 +33,7 @@ def sft_hargo(params_path: str = "params.yaml", data_dir: str = "data", out_dir:
     files = [data / f / name for f in params.sft_hargo.families for name in ("train.jsonl", "eval.jsonl")]
     settings = {"sft_hargo": params.sft_hargo.model_dump(), "model": params.model.model_dump()}
     log = get_run_logger()
-    with resumable_dvc_stage("sft_hargo", out, files, settings):
+    with resumable_dvc_stage("sft_hargo", out, files, settings, method="sft", data=files):
         result = run_sft_hargo(params, data, out, report_to=["mlflow"])
         tracking.log_metrics({k: v for k, v in result.items() if k in ("train_loss", "eval_loss", "global_step")})
         metrics = evaluate_start_point(Path(result["final_dir"]), data, params, Path(report))

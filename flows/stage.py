@@ -17,6 +17,8 @@ from hpcrl_core import tracking
 
 # MLflow tag of every run of the HARGO comparison (training and evaluation): the UI filter tags.comparison = "hargo"
 COMPARISON_TAG = {"comparison": "hargo"}
+# and of the two DGEMM policies' training runs (sft, rl_dgemm): SFT vs RL is the filter tags.comparison = "dgemm"
+DGEMM_COMPARISON_TAG = {"comparison": "dgemm"}
 
 
 def flow_run_tags() -> dict[str, str]:

@@ -112,6 +112,18 @@ def test_the_hargo_chain_trains_compares_and_registers(repo: Path, prefect_serve
     assert {"rl_hargo@grpo-1", "rl_hargo@hargo-1", "evaluate_hargo@grpo-1", "evaluate_hargo@hargo-1", "preferences",
             "offline@dpo-1", "evaluate_hargo@dpo-1", "hpcgpt@1", "evaluate_hargo@hpcgpt-1", "evaluate_hargo"} <= names
     assert set(runs["tags.method"].dropna()) == {"grpo", "hargo", "ppo", "dpo", "hpcgpt"}
+    trained = runs[runs["tags.mlflow.runName"].str.match(r"(rl_hargo|offline|hpcgpt)@")]
+    assert len(trained) == 5 and (trained["tags.hpcrl.method"] == trained["tags.method"]).all()
+    assert set(trained["tags.hpcrl.seed"]) == {"1"} and trained["tags.data_hash"].str.startswith("sha256:").all()
+    online = trained[trained["tags.hpcrl.stage"].str.startswith("rl_hargo@")]
+    assert online["tags.data_hash"].nunique() == 1  # the same prompts for every method
+    params = [c.removeprefix("params.") for c in runs.columns if c.startswith("params.") and
+              runs[c].notna().any()]
+    assert "_name_or_path" not in params and "learning_rate" not in params  # TRL's arguments went to an artifact
+    evaluated = mlflow.search_runs(experiment_names=["hpcrl"],
+                                   filter_string="tags.`hpcrl.method` = 'hargo' AND tags.kind = 'evaluation'")
+    assert list(evaluated["tags.mlflow.runName"]) == ["evaluate_hargo@hargo-1"]
+    assert evaluated["metrics.winrate"].notna().all()
 
     registered = register("checkpoints/rl_hargo/hargo-1/final", "reports/eval_hargo.json", "data",
                           params_path="params.yaml", section="registry_hargo")

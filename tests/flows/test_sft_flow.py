@@ -75,6 +75,13 @@ def test_sft_flow_trains_resumes_and_restarts_on_new_inputs(tmp_path: Path, monk
     assert fresh["resumed_from"] is None and fresh["global_step"] == 4
     runs = mlflow.search_runs(experiment_names=["hpcrl"], filter_string="tags.`hpcrl.stage` = 'sft'")
     assert len(runs) == 3 and runs["metrics.train_loss"].notna().all()
+    # named and tagged for the UI's filters; newest first: the last run read the new data
+    assert set(runs["tags.mlflow.runName"]) == {"sft"} and set(runs["tags.hpcrl.method"]) == {"sft"}
+    assert set(runs["tags.comparison"]) == {"dgemm"} and (runs["tags.hpcrl.seed"] == runs["params.sft.seed"]).all()
+    hashes = runs["tags.data_hash"]
+    assert hashes.str.startswith("sha256:").all() and hashes.iloc[0] != hashes.iloc[-1]
+    params = [c.removeprefix("params.") for c in runs.columns if c.startswith("params.")]
+    assert params and all(c.split(".")[0] in ("sft", "model") for c in params), params  # none of TRL's arguments
     assert json.loads((out / "inputs.json").read_text())["fingerprint"]
 
 
