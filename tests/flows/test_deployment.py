@@ -3,10 +3,12 @@ free ports and its own serve.env:
 
 - the stack comes up (S3, MLflow with artifacts in S3, Prefect, workers of pools cpu and gpu, one CPU agent);
   starting twice starts nothing new; ``hpcrl status`` says every service is healthy;
-- ``prefect deployment run 'train-dgemm/train-dgemm'`` against a git + DVC repository in tmp_path runs to COMPLETED,
-  and one of its stages logs an MLflow run to the server whose artifact lands in the S3 bucket;
-- a model registered from a shell that only loaded serve.env is loaded back from S3 with the same weights;
-- ``dvc push`` to the S3 remote, then ``dvc pull`` into a fresh git clone, restores the pipeline's outputs;
+- ``prefect deployment run 'train-dgemm/train-dgemm'`` against a git + DVC repository in tmp_path (the shipped
+  params.yaml, one stage standing for training that leaves a saved model, its report and its data) runs to
+  COMPLETED on the gpu pool's worker: the stage's MLflow run is on the server with its artifact in the S3 bucket, and
+  the pipeline's register step made the model ``hpcrl-dgemm@champion`` there;
+- the champion, loaded back from a shell that only loaded serve.env, has the saved model's weights;
+- ``dvc push`` to the S3 remote, then ``dvc pull`` into a fresh git clone, restores data, checkpoint and report;
 - ``stop`` leaves no process behind and removes serve.env.
 
 And the refusals: wrong S3 credentials, a port already taken: a message naming it, exit 1, nothing left running.
@@ -33,39 +35,57 @@ import yaml
 from flows.agents_stack import S3_KEY, local_s3
 from flows.service import free_port
 from hpcrl_core.runtime_env import ROOT
-from tests.flows.test_train_dgemm_flow import make_dvc_repo
 
 pytestmark = pytest.mark.integration
 
 FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
 SERVICES = ("s3", "mlflow", "server", "cpu-worker", "gpu-worker", "agent")
-# the stage a deployment run executes: logs an MLflow run, as training stages do, wherever MLFLOW_TRACKING_URI points
-TRACKED = '''\
+# The one stage of the pipeline a deployment run executes in these tests: it stands for sft -> rl_dgemm ->
+# evaluate_dgemm, leaving what they leave (a saved model, its evaluation report, the data it read), and logs an MLflow
+# run as training stages do, wherever MLFLOW_TRACKING_URI points.
+TRAIN = """\
+import json
 from pathlib import Path
-from hpcrl_core import tracking
-with tracking.dvc_stage_run("tracked", params={"tracked": {"seed": 3}}, method="e2e") as run:
-    tracking.log_metrics({"eval.gflops_median": 2.5})
-    tracking.log_dict({"ok": True}, "reports/tracked.json")
-Path("tracked.txt").write_text(run.info.run_id)
-'''
-# a shell that loaded serve.env registers a tiny model and loads it back through the registry
-REGISTER = '''\
-import json, sys
-from pathlib import Path
-import mlflow, torch
-from transformers import AutoModelForCausalLM, GPT2Config, GPT2LMHeadModel
+import torch
+from transformers import GPT2Config, GPT2LMHeadModel
 from hpcrl_core import tracking
 torch.manual_seed(0)
 model = GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=64, n_positions=32))
-model.save_pretrained(sys.argv[1])
-version = tracking.register_model_version(Path(sys.argv[1]), {"eval.gflops_median": 2.5}, {"ok": True},
-                                          "hpcrl-e2e", {"model_kind": "test"})
-tracking.set_alias("hpcrl-e2e", "champion", version.version)
-folder = mlflow.artifacts.download_artifacts("models:/hpcrl-e2e@champion", dst_path=sys.argv[2])
-loaded = AutoModelForCausalLM.from_pretrained(folder)
-same = all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), loaded.state_dict().values()))
-print(json.dumps({"version": version.version, "source": version.source, "same_weights": same}))
-'''
+model.save_pretrained("checkpoints/rl_dgemm/final")
+Path("data/dgemm").mkdir(parents=True, exist_ok=True)
+Path("data/dgemm/train.jsonl").write_text('{"prompt": "dgemm"}\\n')
+block = {"verified_rate": 0.8, "gflops_median": 2.5, "gflops_best": 5.0, "best_vs_numpy": 0.1}
+Path("reports").mkdir(exist_ok=True)
+Path("reports/eval_dgemm.json").write_text(json.dumps({"sft": {**block, "gflops_median": 1.0},
+                                                       "rl": {**block, "winrate_vs_sft": 0.7}, "meta": {}}))
+with tracking.dvc_stage_run("train", params={"train": {"seed": 3}}, method="e2e") as run:
+    tracking.log_metrics({"eval.gflops_median": 2.5})
+    tracking.log_dict({"ok": True}, "reports/train.json")
+Path("run_id.txt").write_text(run.info.run_id)
+"""
+# a shell that loaded serve.env loads the registered champion back (its files come from S3 through the server)
+LOAD = """\
+import json, sys
+import mlflow, torch
+from transformers import AutoModelForCausalLM
+folder = mlflow.artifacts.download_artifacts("models:/hpcrl-dgemm@champion", dst_path=sys.argv[2])
+saved, loaded = (AutoModelForCausalLM.from_pretrained(f) for f in (sys.argv[1], folder))
+same = all(torch.equal(a, b) for a, b in zip(saved.state_dict().values(), loaded.state_dict().values()))
+print(json.dumps({"same_weights": same}))
+"""
+
+
+def make_pipeline_repo(root: Path) -> Path:
+    """A git + DVC repository with the shipped params.yaml and one stage ``train`` (``TRAIN``)."""
+    root.mkdir(parents=True)
+    (root / "train.py").write_text(TRAIN)
+    (root / "params.yaml").write_text((ROOT / "params.yaml").read_text())
+    outs = ["checkpoints/rl_dgemm/final", "data/dgemm", "reports/eval_dgemm.json", "run_id.txt"]
+    stage = {"cmd": f'"{sys.executable}" train.py', "deps": ["train.py"], "outs": outs}
+    (root / "dvc.yaml").write_text(yaml.safe_dump({"stages": {"train": stage}}, sort_keys=False))
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    subprocess.run([sys.executable, "-m", "dvc", "init", "-q"], cwd=root, check=True)
+    return root
 
 
 def serve(env: dict[str, str], *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -137,12 +157,7 @@ def git(repo: Path, *args: str) -> None:
 
 def test_serve_stack_end_to_end(tmp_path: Path) -> None:
     home, env_file = tmp_path / "prefect-home", tmp_path / "serve.env"
-    repo = make_dvc_repo(tmp_path / "repo")
-    (repo / "track.py").write_text(TRACKED)
-    pipeline = yaml.safe_load((repo / "dvc.yaml").read_text())
-    pipeline["stages"]["tracked"] = {"cmd": f'"{sys.executable}" track.py', "deps": ["track.py"],
-                                     "outs": ["tracked.txt"]}
-    (repo / "dvc.yaml").write_text(yaml.safe_dump(pipeline, sort_keys=False))
+    repo = make_pipeline_repo(tmp_path / "repo")
     ports = [free_port() for _ in range(3)]
     args = ("start", "--port", str(ports[0]), "--mlflow-port", str(ports[1]), "--s3-port", str(ports[2]),
             "--env-file", str(env_file))
@@ -165,35 +180,37 @@ def test_serve_stack_end_to_end(tmp_path: Path) -> None:
         assert len(re.findall(r"^\S+\s+healthy\s", status.stdout, re.M)) == len(SERVICES), status.stdout
         assert "1 live agent(s)" in status.stdout
 
-        # a deployment run, its stages logging to the MLflow server
+        # a deployment run: its stage logs to the MLflow server, its register step registers the model there
         client_env = {**env, **stack}
-        params = {"stages": ["first", "second", "tracked"], "register": False, "repo_root": str(repo)}
+        params = {"stages": ["train"], "register": True, "repo_root": str(repo)}
         run = subprocess.run([sys.executable, "-m", "prefect", "deployment", "run", "train-dgemm/train-dgemm",
                               "--params", json.dumps(params)], env=client_env, cwd=tmp_path, text=True,
                              capture_output=True, timeout=120)
         match = re.search(r"UUID: ([0-9a-f-]{36})", run.stdout)
         assert run.returncode == 0 and match, f"{run.stdout}\n{run.stderr}"
-        state = wait_for_final_state(stack["PREFECT_API_URL"], match.group(1), timeout_s=240)
-        worker_log = (home / "serve" / "gpu-worker.log").read_text()
+        state = wait_for_final_state(stack["PREFECT_API_URL"], match.group(1), timeout_s=300)
+        worker_log = (home / "serve" / "gpu-worker.log").read_text()  # train-dgemm is bound to pool gpu
         assert state == "COMPLETED", worker_log[-4000:]
-        assert (repo / "second.txt").read_text() == "6"  # 3 * 2: both stages ran through dvc repro
-        assert "stage second: ran" in worker_log and "train-dgemm summary" in worker_log
-        run_id = (repo / "tracked.txt").read_text()
+        assert "stage train: ran" in worker_log and "train-dgemm summary" in worker_log
+        run_id = (repo / "run_id.txt").read_text()
         from mlflow import MlflowClient
 
-        logged = MlflowClient(tracking_uri=stack["MLFLOW_TRACKING_URI"]).get_run(run_id)
-        assert logged.data.tags["hpcrl.stage"] == "tracked" and logged.data.tags["hpcrl.method"] == "e2e"
-        assert logged.data.metrics["eval.gflops_median"] == 2.5 and logged.data.params["tracked.seed"] == "3"
-        mlflow_objects = s3_keys(stack, "hpcrl-mlflow")
-        assert any(k.endswith(f"{run_id}/artifacts/reports/tracked.json") for k in mlflow_objects), mlflow_objects
+        mlflow = MlflowClient(tracking_uri=stack["MLFLOW_TRACKING_URI"])
+        logged = mlflow.get_run(run_id)
+        assert logged.data.tags["hpcrl.stage"] == "train" and logged.data.tags["hpcrl.method"] == "e2e"
+        assert logged.data.metrics["eval.gflops_median"] == 2.5 and logged.data.params["train.seed"] == "3"
+        champion = mlflow.get_model_version_by_alias("hpcrl-dgemm", "champion")
+        assert champion.version == "1" and champion.source.startswith("mlflow-artifacts:/"), champion
+        objects = s3_keys(stack, "hpcrl-mlflow")
+        assert any(k.endswith(f"{run_id}/artifacts/reports/train.json") for k in objects), objects
+        assert any(k.endswith(f"{champion.run_id}/artifacts/model/model.safetensors") for k in objects), objects
 
-        # the registry, from a shell that only loaded serve.env
-        registered = subprocess.run([sys.executable, "-c", REGISTER, str(tmp_path / "model"), str(tmp_path / "back")],
-                                    cwd=tmp_path, env=client_env, text=True, capture_output=True, timeout=180)
-        assert registered.returncode == 0, registered.stderr[-3000:]
-        version = json.loads(registered.stdout.strip().splitlines()[-1])
-        assert version["same_weights"] is True and version["source"].startswith("mlflow-artifacts:/"), version
-        assert any(k.endswith("artifacts/model/model.safetensors") for k in s3_keys(stack, "hpcrl-mlflow"))
+        # the champion loaded back, from a shell that only loaded serve.env
+        loaded = subprocess.run([sys.executable, "-c", LOAD, str(repo / "checkpoints/rl_dgemm/final"),
+                                 str(tmp_path / "back")], cwd=tmp_path, env=client_env, text=True,
+                                capture_output=True, timeout=180)
+        assert loaded.returncode == 0, loaded.stderr[-3000:]
+        assert json.loads(loaded.stdout.strip().splitlines()[-1]) == {"same_weights": True}
 
         # DVC: push the pipeline's outputs to the S3 remote, pull them into a fresh clone
         dvc = [sys.executable, "-m", "dvc"]
@@ -205,11 +222,14 @@ def test_serve_stack_end_to_end(tmp_path: Path) -> None:
         assert any(k.startswith("e2e/files/md5/") for k in s3_keys(stack, "hpcrl-dvc"))
         subprocess.run(["git", "clone", "-q", str(repo), str(tmp_path / "clone")], check=True)
         clone = tmp_path / "clone"
-        assert not (clone / "second.txt").exists()
+        assert not (clone / "checkpoints/rl_dgemm/final").exists()  # only its .gitignore came with git
         pulled = subprocess.run([*dvc, "pull"], cwd=clone, env=client_env, text=True, capture_output=True,
                                 timeout=120)
         assert pulled.returncode == 0, pulled.stdout + pulled.stderr
-        assert (clone / "second.txt").read_text() == "6" and (clone / "tracked.txt").read_text() == run_id
+        assert (clone / "run_id.txt").read_text() == run_id
+        for rel in ("checkpoints/rl_dgemm/final/model.safetensors", "data/dgemm/train.jsonl",
+                    "reports/eval_dgemm.json"):
+            assert (clone / rel).read_bytes() == (repo / rel).read_bytes(), rel
     finally:
         stopped = serve(env, "stop", check=False)
         left = kill_leftovers(home)
