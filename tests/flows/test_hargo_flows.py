@@ -9,7 +9,6 @@ Run: pytest tests/flows/test_hargo_flows.py  (about a minute)
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,14 +37,6 @@ SMALL: dict[str, Any] = {
     "hpcgpt": {"seeds": [1], "epochs": 1, "per_device_train_batch_size": 64},
     "evaluate_hargo": {"max_items_per_family": 3, "max_new_tokens": 6, "bootstrap_resamples": 200},
 }
-
-
-@pytest.fixture(scope="module")
-def prefect_server() -> Iterator[None]:
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=120):
-        yield
 
 
 @pytest.fixture()

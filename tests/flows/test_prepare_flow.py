@@ -31,9 +31,8 @@ SMALL = {
 
 
 def test_prepare_flow_writes_every_family_and_logs_to_mlflow(tmp_path: Path, bench_dirs: Settings,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    from prefect.testing.utilities import prefect_test_harness
-
+                                                              monkeypatch: pytest.MonkeyPatch,
+                                                              prefect_server: None) -> None:
     import mlflow
     from flows.prepare import prepare
 
@@ -44,10 +43,9 @@ def test_prepare_flow_writes_every_family_and_logs_to_mlflow(tmp_path: Path, ben
     params = tmp_path / "params.yaml"
     params.write_text(yaml.safe_dump(SMALL))
     out = tmp_path / "data"
-    with prefect_test_harness(server_startup_timeout=120):
-        summary = prepare(str(params), str(out))
-        again = tmp_path / "again"
-        prepare(str(params), str(again))  # same params, warm result cache: the same data, byte for byte
+    summary = prepare(str(params), str(out))
+    again = tmp_path / "again"
+    prepare(str(params), str(again))  # same params, warm result cache: the same data, byte for byte
     for name in ("dgemm/train.jsonl", "dgemm/eval.jsonl", "race_c/train.jsonl", "mlperf/eval.jsonl"):
         assert (out / name).read_bytes() == (again / name).read_bytes(), name
     assert set(summary["families"]) == set(FAMILIES)

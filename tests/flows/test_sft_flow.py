@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,14 +30,6 @@ def params_file(tmp_path: Path, model: dict | None = None, **sft: object) -> Pat
                           "qa_max_new_tokens": 8, "max_items_per_family": 2, "batch_size": 2}
     path.write_text(yaml.safe_dump(params))
     return path
-
-
-@pytest.fixture(scope="module")
-def prefect_server() -> Iterator[None]:
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=120):
-        yield
 
 
 def flow_data(root: Path) -> Path:

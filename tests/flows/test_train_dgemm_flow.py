@@ -91,29 +91,26 @@ def fake_register(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, str]]:
     return calls
 
 
-def test_pipeline_runs_skips_reruns_and_stops_at_a_failing_stage(tmp_path: Path,
-                                                                  fake_register: list[dict[str, str]]) -> None:
-    from prefect.testing.utilities import prefect_test_harness
-
+def test_pipeline_runs_skips_reruns_and_stops_at_a_failing_stage(tmp_path: Path, fake_register: list[dict[str, str]],
+                                                                  prefect_server: None) -> None:
     from flows.train_dgemm import format_summary, train_dgemm
     from hpcrl_core.dvc_repro import DvcStageError
     from hpcrl_core.errors import ConfigError
 
     repo = make_dvc_repo(tmp_path / "repo")
     stages = ("first", "second")
-    with prefect_test_harness(server_startup_timeout=120):
-        with pytest.raises(ConfigError, match=r"received 'rl_dgemm'; allowed: first, second, broken"):
-            train_dgemm(("first", "rl_dgemm"), True, str(repo))  # checked before anything runs
-        assert not (repo / "first.txt").exists()
-        first = train_dgemm(stages, True, str(repo))
-        again = train_dgemm(stages, False, str(repo))
-        set_param(repo, "first", "value", 5)  # first changes, and so does second's input
-        changed = train_dgemm(stages, False, str(repo))
-        set_param(repo, "second", "factor", 10)  # only second depends on it
-        second_only = train_dgemm(stages, False, str(repo))
-        set_param(repo, "second", "factor", 100)
-        with pytest.raises(DvcStageError) as failure:
-            train_dgemm(("first", "broken", "second"), True, str(repo))
+    with pytest.raises(ConfigError, match=r"received 'rl_dgemm'; allowed: first, second, broken"):
+        train_dgemm(("first", "rl_dgemm"), True, str(repo))  # checked before anything runs
+    assert not (repo / "first.txt").exists()
+    first = train_dgemm(stages, True, str(repo))
+    again = train_dgemm(stages, False, str(repo))
+    set_param(repo, "first", "value", 5)  # first changes, and so does second's input
+    changed = train_dgemm(stages, False, str(repo))
+    set_param(repo, "second", "factor", 10)  # only second depends on it
+    second_only = train_dgemm(stages, False, str(repo))
+    set_param(repo, "second", "factor", 100)
+    with pytest.raises(DvcStageError) as failure:
+        train_dgemm(("first", "broken", "second"), True, str(repo))
     assert statuses(first) == {"first": "ran", "second": "ran"}
     assert statuses(again) == {"first": "skipped", "second": "skipped"}
     assert statuses(changed) == {"first": "ran", "second": "ran"}
