@@ -11,7 +11,8 @@ free ports and its own serve.env:
 - ``dvc push`` to the S3 remote, then ``dvc pull`` into a fresh git clone, restores data, checkpoint and report;
 - ``stop`` leaves no process behind and removes serve.env.
 
-And the refusals: wrong S3 credentials, a port already taken: a message naming it, exit 1, nothing left running.
+And the refusals: wrong S3 credentials, a port already taken, a service that does not come up in time: a message
+naming it, exit 1, nothing left running.
 
 Run: pytest -m integration tests/flows/test_deployment.py  (about two minutes; most of it is servers starting up)
 """
@@ -271,4 +272,21 @@ def test_a_taken_port_is_named_and_what_started_is_stopped(tmp_path: Path) -> No
     assert refused.returncode == 1, refused.stdout + refused.stderr
     assert f"port {port} (mlflow) is already taken" in refused.stderr, refused.stderr
     assert "s3: started" in refused.stdout and "s3: stopped again" in refused.stderr  # S3 came first: undone
+    assert left == [] and not list((home / "serve").glob("*.pid")) and not (tmp_path / "serve.env").exists()
+
+
+def test_a_service_that_does_not_come_up_is_named_and_everything_is_stopped(tmp_path: Path) -> None:
+    """Two seconds are not enough for MLflow and Prefect to import and start: the start gives up on the first
+    service not ready, says which and shows its log, and stops everything it had started."""
+    home = tmp_path / "prefect-home"
+    env = base_env(home)
+    try:
+        refused = serve(env, "start", "--port", str(free_port()), "--mlflow-port", str(free_port()), "--s3-port",
+                        str(free_port()), "--timeout", "2", "--env-file", str(tmp_path / "serve.env"), check=False)
+    finally:
+        left = kill_leftovers(home)
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert re.search(r"\b(mlflow|server) \(pid \d+\) was not healthy at http\S+ after 2 s", refused.stderr), \
+        refused.stderr
+    assert "stopped again" in refused.stderr and "nothing this start started is left running" in refused.stderr
     assert left == [] and not list((home / "serve").glob("*.pid")) and not (tmp_path / "serve.env").exists()
