@@ -76,10 +76,13 @@ class Stack:
         self.agents.clear()
 
     def wait_for_agents(self, count: int, timeout_s: float = 180.0) -> list[dict[str, Any]]:
-        """Wait until ``count`` live heartbeats are on the server; raises ``StackError`` with the agents' logs."""
+        """Wait until ``count`` agents this stack runs have a live heartbeat on the server; returns their heartbeat
+        records. An agent stopped a moment ago still looks live for a few heartbeats: it is not counted (its pid is
+        not one of ours any more). Raises ``StackError`` with the agents' logs."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            beats = live_agents(self.url)
+            ours = {p.pid for p in self.agents if p.poll() is None}
+            beats = [b for b in live_agents(self.url) if b.get("pid") in ours]
             if len(beats) >= count:
                 return beats
             if any(p.poll() is not None for p in self.agents):
