@@ -1,4 +1,5 @@
-"""MLflow's UI in a real headless browser: two stage runs, logged the way the stages log them, compared side by side.
+"""MLflow's UI in a real headless browser against ``make serve``'s MLflow server (artifacts in its S3): two stage
+runs, logged the way the stages log them, compared side by side.
 
 Checks what a user sees: the experiment opens in the model-training view (its runs), not in MLflow 3's GenAI
 overview; the compare view of two runs shows their GFLOPS / WinRate metrics and hpcrl's params by params.yaml section,
@@ -8,32 +9,28 @@ Tools: Debian's ``chromium`` and ``chromium-driver`` (the Makefile's APT_PACKAGE
 dependency); selenium drives the system chromedriver, so nothing is downloaded. A missing tool fails the test with
 that hint; nothing is skipped (as in ``tests/infra``).
 
-Run: ``pytest -m integration tests/test_mlflow_ui.py`` (~45 s on 2 cores: marked ``slow``, so ``make test-slow``
-runs it, the default run does not). Refresh the screenshot in the docs with
+Run: ``pytest -m integration tests/test_mlflow_ui.py`` (~70 s on 2 cores, most of it the stack starting: marked
+``slow``, so ``make test-slow`` runs it, the default run does not). Refresh the screenshot in the docs with
 ``HPCRL_UI_SCREENSHOT=docs/img/mlflow-compare.png pytest -m integration tests/test_mlflow_ui.py``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shutil
-import signal
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from flows.service import free_port
 from hpcrl_core import tracking
+from tests.flows.test_deployment import base_env, kill_leftovers, read_env_file, serve
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]  # ~45 s: a server, a browser, a page load
+pytestmark = [pytest.mark.integration, pytest.mark.slow]  # ~70 s: the stack, a browser, page loads
 
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 # what works on these machines: without the background-networking flags, connections are refused in bulk
@@ -43,48 +40,22 @@ CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 WAIT_S = 30.0
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _stop(server: subprocess.Popen[bytes]) -> None:
-    """End the server's process group (mlflow server runs its workers as children): TERM, then KILL after 10 s."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(timeout=10)
-
-
 @pytest.fixture(scope="module")
 def mlflow_ui_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A fresh MLflow tracking server (SQLite store, proxied artifacts) on a free port; stopped afterwards."""
-    root = tmp_path_factory.mktemp("mlflow-server")
-    port = _free_port()
-    env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "true"}
-    with (root / "server.log").open("wb") as log:
-        server = subprocess.Popen([str(Path(sys.executable).with_name("mlflow")), "server", "--backend-store-uri",
-                                   f"sqlite:///{root}/mlflow.db", "--artifacts-destination", str(root / "artifacts"),
-                                   "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
-                                  stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
+    """The MLflow server of ``make serve`` (``python -m flows.serve start``: S3, MLflow with artifacts in S3, Prefect,
+    workers, an agent) on free ports with a private PREFECT_HOME; stopped afterwards, nothing left running."""
+    root = tmp_path_factory.mktemp("stack")
+    home = root / "prefect-home"
+    env = base_env(home)
+    ports = [free_port() for _ in range(3)]
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                urllib.request.urlopen(f"{url}/health", timeout=2).close()
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"mlflow server did not come up: {(root / 'server.log').read_text()[-2000:]}")
-                time.sleep(0.3)
-        yield url
+        serve(env, "start", "--port", str(ports[0]), "--mlflow-port", str(ports[1]), "--s3-port", str(ports[2]),
+              "--env-file", str(root / "serve.env"))
+        yield read_env_file(root / "serve.env")["MLFLOW_TRACKING_URI"]
     finally:
-        _stop(server)
+        stopped = serve(env, "stop", check=False)
+        left = kill_leftovers(home)
+    assert stopped.returncode == 0 and left == [], stopped.stdout + stopped.stderr
 
 
 @pytest.fixture(scope="module")
