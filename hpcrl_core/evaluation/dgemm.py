@@ -11,6 +11,10 @@ GFLOPS compare models; they do not measure each problem's own n.
   at the same n) and ``best_vs_peak`` (the node's 1-core peak; null without a clock);
 - WinRate (``winrate_vs_<baseline>``): per problem, the model with the higher median GFLOPS over its verified
   kernels wins (a problem without verified kernels scores 0), ties 0.5, averaged over problems;
+- the oracle yardstick (``add_yardstick``, definitions in ``oracle.py``): the corpus kernels
+  (``data/dgemm/corpus.jsonl``) timed in the same run on the same backend and size; per model ``oracle_ratio``,
+  ``oracle_ratio_rich``, ``distinct_kernels``, and against the baseline ``headroom_closed``; the report's
+  ``oracle`` block holds the per-problem table;
 - ``dgemm_rows``: one sample row per kernel, the schema every DGEMM report's samples file uses: ``family``
   ("dgemm"), ``model``, ``id`` (the problem record), ``problem_id``, ``sample``, ``permitted``, ``status``,
   ``detail`` (the compiler's or checker's message), ``techniques``, ``respects``, ``gflops``, ``completion``.
@@ -37,6 +41,18 @@ from hpcrl_core.data.schema import Record, read_jsonl
 from hpcrl_core.errors import DataError
 from hpcrl_core.evaluation.generate import generate
 from hpcrl_core.evaluation.metrics import winrate
+from hpcrl_core.evaluation.oracle import (
+    RICH,
+    CorpusEntry,
+    corpus_summary,
+    distinct_kernels,
+    headroom_closed,
+    oracle_metrics,
+    oracle_table,
+    read_corpus,
+    select_oracles,
+    time_corpus,
+)
 from hpcrl_core.evaluation.report import samples_path_for, write_report, write_samples
 from hpcrl_core.models.saved import load_saved_policy
 
@@ -171,13 +187,22 @@ def grouped_metrics(results: Sequence[Sequence[BenchResult]], permitted: Sequenc
     return dgemm_metrics(flat, allowed)
 
 
-def problem_medians(results: Sequence[Sequence[BenchResult]]) -> list[float]:
-    """Per problem, the median GFLOPS of its verified kernels (0.0 when none verified)."""
+def _per_problem(results: Sequence[Sequence[BenchResult]], stat: Callable[[list[float]], float]) -> list[float]:
     out = []
     for group in results:
         gflops = [float(r.gflops) for r in group if r.ok and r.gflops is not None]
-        out.append(statistics.median(gflops) if gflops else 0.0)
+        out.append(stat(gflops) if gflops else 0.0)
     return out
+
+
+def problem_medians(results: Sequence[Sequence[BenchResult]]) -> list[float]:
+    """Per problem, the median GFLOPS of its verified kernels (0.0 when none verified)."""
+    return _per_problem(results, statistics.median)
+
+
+def problem_bests(results: Sequence[Sequence[BenchResult]]) -> list[float]:
+    """Per problem, the highest GFLOPS of its verified kernels (0.0 when none verified)."""
+    return _per_problem(results, max)
 
 
 def model_block(results: Sequence[Sequence[BenchResult]], permitted: Sequence[Sequence[str]],
@@ -194,6 +219,40 @@ def model_block(results: Sequence[Sequence[BenchResult]], permitted: Sequence[Se
     best = block["gflops_max"]
     block.update({"gflops_best": best, "best_vs_numpy": best / numpy_gflops if numpy_gflops > 0 else 0.0,
                   "best_vs_peak": best / peak_gflops if peak_gflops else None})
+    return block
+
+
+def add_yardstick(report: dict[str, Any], problems: Sequence[Record],
+                  results: Mapping[str, Sequence[Sequence[BenchResult]]],
+                  samples: Mapping[str, Sequence[Sequence[str]]], corpus: Sequence[CorpusEntry] | None,
+                  corpus_results: Sequence[BenchResult], baseline: str = "sft") -> dict[str, Any]:
+    """Add the oracle yardstick (``oracle.py``) to each model's block of ``report``; returns the report's
+    ``oracle`` block: corpus counts, problems with and without an oracle, and the per-problem ``table``.
+
+    Every model block gains ``oracle_ratio``, ``oracle_ratio_rich``, ``oracle_problems``, ``oracle_problems_rich``
+    and ``distinct_kernels``; every model but ``baseline`` (when present) ``headroom_closed``,
+    ``headroom_problems`` and ``headroom_excluded``.
+
+    Args:
+        corpus: the corpus kernels, or None when the corpus file is missing (then no problem has an oracle).
+        corpus_results: their results measured in this run, aligned with ``corpus``.
+    """
+    permitted = permitted_sets(problems)
+    oracles = select_oracles(corpus or [], corpus_results, permitted)
+    medians = {name: problem_medians(res) for name, res in results.items()}
+    bests = {name: problem_bests(res) for name, res in results.items()}
+    for name, res in results.items():
+        report[name].update(oracle_metrics(medians[name], oracles, permitted))
+        report[name]["distinct_kernels"] = distinct_kernels(res, samples[name])
+        if name != baseline and baseline in medians:
+            report[name].update(headroom_closed(medians[name], medians[baseline], oracles))
+    with_oracle = sum(o.gflops is not None for o in oracles)
+    block: dict[str, Any] = {**corpus_summary(corpus or [], corpus_results), "problems_with_oracle": with_oracle,
+                             "problems_without_oracle": len(oracles) - with_oracle,
+                             "rich_problems": sum(len(set(p)) >= RICH for p in permitted),
+                             "table": oracle_table([p.metadata for p in problems], oracles, medians, bests)}
+    if corpus is None:
+        block["note"] = "data/dgemm/corpus.jsonl is missing: no problem has an oracle; run `dvc repro prepare`"
     return block
 
 
@@ -235,12 +294,16 @@ def evaluate_dgemm(models: Mapping[str, Path], data_dir: Path, params: Params, s
         results = {name: benchmark_groups(ex, groups, ep.bench_n, progress, name) for name, groups in samples.items()}
         numpy_gflops, peak, nodes = node_figures(ex, [r for res in results.values() for g in res for r in g],
                                                  ep.bench_n)
+        corpus = read_corpus(data_dir)
+        corpus_results = time_corpus(ex, corpus, ep.bench_n, progress) if corpus else []
     report: dict[str, Any] = {name: model_block(res, permitted, numpy_gflops, peak) for name, res in results.items()}
     if baseline in results:
         base = problem_medians(results[baseline])
         for name, res in results.items():
             if name != baseline:
                 report[name][f"winrate_vs_{baseline}"] = winrate(problem_medians(res), base)
+    report["oracle"] = add_yardstick(report, problems, results, samples, corpus, corpus_results, baseline)
+    report["oracle"]["bench_n"] = ep.bench_n
     report["meta"] = {"models": {k: str(v) for k, v in models.items()}, "problems": len(problems),
                       "k": ep.samples_per_problem, "bench_n": ep.bench_n, "temperature": ep.temperature,
                       "numpy_gflops": numpy_gflops, "peak_gflops": peak, "bench_note": bench_note(params),
@@ -269,9 +332,8 @@ def main(argv: list[str]) -> None:
                                   Settings(), progress=print)
     write_report(report, Path(a.report))
     write_samples(rows, samples_path_for(Path(a.report)))
-    for name, block in report.items():
-        if name != "meta":
-            print(name, {k: v for k, v in block.items() if k != "status_counts"})
+    for name in models:
+        print(name, {k: v for k, v in report[name].items() if k != "status_counts"})
 
 
 if __name__ == "__main__":

@@ -1,0 +1,207 @@
+"""The oracle yardstick of the DGEMM evaluation: per held-out problem, the fastest verified corpus kernel that the
+problem permits, timed in the same run as the models' kernels; and what the models reach of it.
+
+Definitions (``docs/sqd.md``, "The held-out evaluation"):
+
+- **oracle** of a problem: among the kernels of ``data/dgemm/corpus.jsonl``, timed now by the evaluation's backend
+  at ``evaluate.bench_n`` (each distinct source once, reused by every problem), the fastest that is verified now
+  and whose techniques *detected now* are all permitted by the problem (``BenchResult.respects``, the rule rewards
+  and evaluation use for models' kernels). A problem no corpus kernel fits has no oracle: it is counted and left
+  out of every ratio, never given a number.
+- **oracle ratio** of a model on a problem: its median GFLOPS there (``dgemm.problem_medians``: median over its
+  *verified* kernels, 0.0 when none verified; failed samples are not counted as 0 inside the median) over the
+  oracle's GFLOPS. ``oracle_ratio`` is the median of that over the problems with an oracle; ``oracle_ratio_rich``
+  the same over those that permit at least ``RICH`` (4) of the 5 techniques.
+- **headroom closed** (a model against the baseline, SFT): per problem with an oracle faster than the baseline's
+  median, (model median - baseline median) / (oracle - baseline median); mean over those problems. Not clipped:
+  below 0 the model lost ground, above 1 it beat the oracle. Problems where the oracle is not faster are counted
+  (``headroom_excluded``) and left out.
+- **distinct kernels**: distinct verified sources over all samples of a model, compared as the engine's cache does
+  (``normalise_code``: comments dropped, whitespace collapsed).
+
+Test: ``pytest tests/evaluation/test_oracle.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hpcrl_core.bench.executor import BenchBackend
+from hpcrl_core.bench.extract import extract_code, normalise_code
+from hpcrl_core.bench.result import BenchResult
+from hpcrl_core.errors import DataError
+
+RICH = 4  # a problem permitting at least this many of the five techniques is "rich"
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class CorpusEntry:
+    """One kernel of the SFT corpus: its ``name`` (the kernel id) and C ``code``."""
+
+    name: str
+    code: str
+
+
+@dataclass(frozen=True)
+class Oracle:
+    """A problem's oracle: the corpus kernel's name, its GFLOPS and techniques as measured now; ``kernel`` and
+    ``gflops`` are None when no corpus kernel fits the problem."""
+
+    kernel: str | None = None
+    gflops: float | None = None
+    techniques: tuple[str, ...] = ()
+
+
+def corpus_path(data_dir: Path) -> Path:
+    return data_dir / "dgemm" / "corpus.jsonl"
+
+
+def read_corpus(data_dir: Path) -> list[CorpusEntry] | None:
+    """The corpus kernels written by the prepare stage, or None when ``data/dgemm/corpus.jsonl`` is missing.
+
+    Raises:
+        DataError: a line is not JSON or lacks a string ``name`` or ``code``.
+    """
+    path = corpus_path(data_dir)
+    if not path.is_file():
+        return None
+    out = []
+    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise DataError(f"{path}:{i} is not JSON ({e}); rerun `dvc repro prepare`") from e
+        if not isinstance(row, dict) or not isinstance(row.get("name"), str) or not isinstance(row.get("code"), str):
+            raise DataError(f"{path}:{i} lacks a string 'name' or 'code'; rerun `dvc repro prepare`")
+        out.append(CorpusEntry(row["name"], row["code"]))
+    return out
+
+
+def time_corpus(ex: BenchBackend, corpus: Sequence[CorpusEntry], n: int,
+                progress: Progress | None = None) -> list[BenchResult]:
+    """Benchmark every corpus kernel at size ``n``, each distinct source (``normalise_code``) once.
+
+    Returns:
+        One result per entry, in corpus order (entries with the same source share one result).
+    """
+    distinct: dict[str, int] = {}
+    for entry in corpus:
+        distinct.setdefault(normalise_code(entry.code), len(distinct))
+    codes = [""] * len(distinct)
+    for entry in corpus:
+        codes[distinct[normalise_code(entry.code)]] = entry.code
+    tick = (lambda done, total: progress(f"oracle: benchmarked corpus kernels {done}/{total}")) if progress else None
+    results = ex.map(codes, n=n, progress=tick)
+    return [results[distinct[normalise_code(entry.code)]] for entry in corpus]
+
+
+def select_oracles(corpus: Sequence[CorpusEntry], results: Sequence[BenchResult],
+                   permitted: Sequence[Sequence[str]]) -> list[Oracle]:
+    """Per problem, the fastest corpus kernel verified now whose detected techniques it permits.
+
+    Args:
+        corpus: the corpus kernels.
+        results: their results measured now, aligned with ``corpus``.
+        permitted: per problem, its permitted technique names.
+
+    Returns:
+        One ``Oracle`` per problem; an empty one where no kernel fits. Ties go to the first name in sort order.
+    """
+    ranked = sorted(((r.gflops, e.name, r) for e, r in zip(corpus, results, strict=True)
+                     if r.ok and r.gflops is not None and r.gflops > 0), key=lambda t: (-t[0], t[1]))
+    out = []
+    for allowed in permitted:
+        best = next(((g, name, r) for g, name, r in ranked if r.respects(allowed)), None)
+        out.append(Oracle(best[1], best[0], tuple(best[2].techniques)) if best else Oracle())
+    return out
+
+
+def problem_ratios(medians: Sequence[float], oracles: Sequence[Oracle]) -> list[float | None]:
+    """Per problem, the model's median GFLOPS over the oracle's; None where there is no oracle."""
+    return [m / o.gflops if o.gflops else None for m, o in zip(medians, oracles, strict=True)]
+
+
+def _median(values: Sequence[float | None]) -> float | None:
+    kept = [v for v in values if v is not None]
+    return statistics.median(kept) if kept else None
+
+
+def oracle_metrics(medians: Sequence[float], oracles: Sequence[Oracle],
+                   permitted: Sequence[Sequence[str]]) -> dict[str, Any]:
+    """``oracle_ratio`` and ``oracle_ratio_rich`` of one model (None when no problem counts) and the number of
+    problems each is the median over (``oracle_problems``, ``oracle_problems_rich``)."""
+    ratios = problem_ratios(medians, oracles)
+    rich = [r for r, allowed in zip(ratios, permitted, strict=True) if len(set(allowed)) >= RICH]
+    return {"oracle_ratio": _median(ratios), "oracle_problems": sum(r is not None for r in ratios),
+            "oracle_ratio_rich": _median(rich), "oracle_problems_rich": sum(r is not None for r in rich)}
+
+
+def headroom_closed(medians: Sequence[float], base: Sequence[float], oracles: Sequence[Oracle]) -> dict[str, Any]:
+    """The share of the gap between the baseline's median and the oracle that a model closed (module docstring).
+
+    Returns:
+        ``headroom_closed`` (mean over the counted problems; None when none counts), ``headroom_problems`` (counted)
+        and ``headroom_excluded`` (problems with an oracle not faster than the baseline's median).
+    """
+    closed, excluded = [], 0
+    for m, b, o in zip(medians, base, oracles, strict=True):
+        if o.gflops is None:
+            continue
+        if o.gflops > b:
+            closed.append((m - b) / (o.gflops - b))
+        else:
+            excluded += 1
+    return {"headroom_closed": statistics.fmean(closed) if closed else None, "headroom_problems": len(closed),
+            "headroom_excluded": excluded}
+
+
+def distinct_kernels(results: Sequence[Sequence[BenchResult]], completions: Sequence[Sequence[str]]) -> int:
+    """The number of distinct verified kernel sources over all samples of a model (``normalise_code``)."""
+    seen = set()
+    for group, texts in zip(results, completions, strict=True):
+        for r, text in zip(group, texts, strict=True):
+            if r.ok:
+                code = extract_code(text, sys.maxsize).code
+                seen.add(normalise_code(code if code is not None else text))
+    return len(seen)
+
+
+def corpus_summary(corpus: Sequence[CorpusEntry], results: Sequence[BenchResult]) -> dict[str, int]:
+    """Counts over the timed corpus: ``corpus_kernels`` (entries), ``corpus_distinct`` (distinct sources, each timed
+    once), of those ``corpus_verified`` (ok now) and ``corpus_cached`` (served by the engine's result cache)."""
+    distinct = {normalise_code(e.code): r for e, r in zip(corpus, results, strict=True)}
+    return {"corpus_kernels": len(corpus), "corpus_distinct": len(distinct),
+            "corpus_verified": sum(r.ok for r in distinct.values()),
+            "corpus_cached": sum(r.cached for r in distinct.values())}
+
+
+def oracle_table(problems: Sequence[Mapping[str, Any]], oracles: Sequence[Oracle],
+                 medians: Mapping[str, Sequence[float]], bests: Mapping[str, Sequence[float]]) -> list[dict[str, Any]]:
+    """One row per problem: ``problem_id``, ``permitted``, ``oracle_kernel``, ``oracle_gflops``,
+    ``oracle_techniques``, and per model ``<name>_median``, ``<name>_best`` and ``<name>_ratio`` (None without an
+    oracle).
+
+    Args:
+        problems: per problem, a mapping with ``problem_id`` and ``permitted`` (a record's metadata).
+        oracles: per problem, its oracle.
+        medians, bests: per model name, its per-problem median and best GFLOPS (0.0 when none verified).
+    """
+    rows = []
+    for i, (meta, o) in enumerate(zip(problems, oracles, strict=True)):
+        row: dict[str, Any] = {"problem_id": meta.get("problem_id"), "permitted": sorted(meta.get("permitted") or []),
+                               "oracle_kernel": o.kernel, "oracle_gflops": o.gflops,
+                               "oracle_techniques": list(o.techniques)}
+        for name in medians:
+            row[f"{name}_median"], row[f"{name}_best"] = medians[name][i], bests[name][i]
+            row[f"{name}_ratio"] = medians[name][i] / o.gflops if o.gflops else None
+        rows.append(row)
+    return rows

@@ -1,0 +1,145 @@
+"""The oracle yardstick: which corpus kernel is each problem's oracle, the ratios and headroom computed on known
+numbers (each expected value worked out independently here), distinct kernels, and the report blocks it adds.
+No engine: results are given; the real-engine run is in ``test_dgemm.py``.
+
+Run: ``.venv/bin/python -m pytest tests/evaluation/test_oracle.py -q``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hpcrl_core.bench.result import BenchResult, Status
+from hpcrl_core.data.dgemm.problems import make_problems, problem_record
+from hpcrl_core.errors import DataError
+from hpcrl_core.evaluation.dgemm import add_yardstick, model_block
+from hpcrl_core.evaluation.oracle import (
+    CorpusEntry,
+    Oracle,
+    distinct_kernels,
+    headroom_closed,
+    oracle_metrics,
+    read_corpus,
+    select_oracles,
+    time_corpus,
+)
+from hpcrl_core.evaluation.promotion import report_metrics
+from hpcrl_core.evaluation.report import write_report
+
+PLAIN = "void dgemm(int n, const double *A, const double *B, double *C) { /* plain */ }"
+
+
+def _ok(gflops: float, *techniques: str, cached: bool = False) -> BenchResult:
+    return BenchResult(status=Status.OK, n=64, gflops=gflops, techniques=tuple(sorted(techniques)), cached=cached)
+
+
+def _corpus(*names: str) -> list[CorpusEntry]:
+    return [CorpusEntry(name, f"void dgemm(void) {{ /* {name} */ int {name}; }}") for name in names]
+
+
+def test_the_oracle_is_the_fastest_verified_kernel_the_problem_permits() -> None:
+    corpus = _corpus("plain", "omp", "omp_simd", "blocked_wrong", "blocked_slow")
+    results = [_ok(3.0), _ok(10.0, "openmp"), _ok(20.0, "openmp", "simd"),
+               BenchResult(status=Status.WRONG_RESULT, gflops=None, techniques=("cache_blocking",)),
+               _ok(1.0, "cache_blocking")]
+    permitted = [[], ["openmp"], ["openmp", "simd"], ["cache_blocking"], ["simd"]]
+    oracles = select_oracles(corpus, results, permitted)
+    assert [o.kernel for o in oracles] == ["plain", "omp", "omp_simd", "plain", "plain"]
+    assert [o.gflops for o in oracles] == [3.0, 10.0, 20.0, 3.0, 3.0]  # the failed blocked kernel never counts
+    assert oracles[2].techniques == ("openmp", "simd")
+    # no plain kernel: a problem that permits nothing the corpus uses has no oracle, not a number
+    none = select_oracles(corpus[1:3], results[1:3], [[], ["simd"], ["openmp"]])
+    assert none[0] == none[1] == Oracle() and none[2].kernel == "omp"
+
+
+def test_ratios_and_headroom_on_known_numbers() -> None:
+    oracles = [Oracle("a", 10.0), Oracle("b", 40.0), Oracle(), Oracle("c", 5.0), Oracle("d", 60.0)]
+    permitted = [["simd"], ["openmp", "simd", "cache_blocking", "register_blocking"], [],
+                 ["openmp"], ["openmp", "simd", "cache_blocking", "register_blocking", "loop_reorder"]]
+    rl = [8.0, 20.0, 7.0, 5.0, 15.0]
+    sft = [2.0, 10.0, 1.0, 6.0, 3.0]
+    m = oracle_metrics(rl, oracles, permitted)
+    # ratios where an oracle exists: 0.8, 0.5, 1.0, 0.25 -> median of four = (0.5 + 0.8) / 2
+    assert m["oracle_ratio"] == pytest.approx(0.65) and m["oracle_problems"] == 4
+    # rich problems (4 and 5 techniques): 0.5 and 0.25
+    assert m["oracle_ratio_rich"] == pytest.approx(0.375) and m["oracle_problems_rich"] == 2
+    h = headroom_closed(rl, sft, oracles)
+    # problem d: oracle 5 is not above SFT's 6 -> excluded; c has no oracle -> not counted at all
+    expected = [(8 - 2) / (10 - 2), (20 - 10) / (40 - 10), (15 - 3) / (60 - 3)]
+    assert h["headroom_closed"] == pytest.approx(sum(expected) / 3)
+    assert h["headroom_problems"] == 3 and h["headroom_excluded"] == 1
+    empty = oracle_metrics([1.0], [Oracle()], [["simd"]])
+    assert empty["oracle_ratio"] is None and empty["oracle_ratio_rich"] is None and empty["oracle_problems"] == 0
+    assert headroom_closed([1.0], [2.0], [Oracle()])["headroom_closed"] is None
+
+
+def test_distinct_kernels_counts_verified_sources_up_to_layout_and_comments() -> None:
+    fenced = f"Here it is:\n```c\n{PLAIN}\n```\n"
+    spaced = PLAIN.replace("{ ", "{\n\n   ").replace("/* plain */", "/* another comment */")
+    other = PLAIN.replace("/* plain */", "int x;")
+    results = [[_ok(1.0), _ok(1.0), BenchResult(status=Status.COMPILE_ERROR)], [_ok(2.0), _ok(1.0)]]
+    completions = [[fenced, spaced, "```c\nbroken\n```"], [other, PLAIN]]
+    assert distinct_kernels(results, completions) == 2
+    assert distinct_kernels([[BenchResult(status=Status.TIMEOUT)]], [[PLAIN]]) == 0
+
+
+class _CountingBackend:
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def map(self, completions: Iterable[str | bytes], n: int | None = None, progress: Any = None) -> list[BenchResult]:
+        codes = [str(c) for c in completions]
+        self.seen += codes
+        return [_ok(float(i + 1)) for i in range(len(codes))]
+
+
+def test_each_distinct_corpus_source_is_timed_once() -> None:
+    corpus = [CorpusEntry("a", PLAIN), CorpusEntry("b", "void dgemm(void) {}"),
+              CorpusEntry("a_copy", PLAIN.replace("/* plain */", "\n"))]
+    backend = _CountingBackend()
+    results = time_corpus(backend, corpus, 64)  # type: ignore[arg-type]
+    assert len(backend.seen) == 2 and results[0] is results[2] and results[1].gflops == 2.0
+
+
+def test_read_corpus_missing_and_malformed(tmp_path: Path) -> None:
+    assert read_corpus(tmp_path) is None
+    (tmp_path / "dgemm").mkdir()
+    path = tmp_path / "dgemm" / "corpus.jsonl"
+    path.write_text(json.dumps({"name": "k1", "techniques": ["simd"], "gflops": 9.0, "code": PLAIN}) + "\n\n")
+    assert read_corpus(tmp_path) == [CorpusEntry("k1", PLAIN)]
+    path.write_text('{"name": "k1"}\n')
+    with pytest.raises(DataError, match="corpus.jsonl:1"):
+        read_corpus(tmp_path)
+
+
+def test_report_blocks_gain_the_yardstick_and_flatten_to_numbers(tmp_path: Path) -> None:
+    problems = [problem_record(p) for p in make_problems("eval", 0, 3)]  # permitted: {openmp, simd}, {openmp}, ...
+    permitted = [list(p.metadata["permitted"]) for p in problems]
+    corpus = _corpus("plain", "omp")
+    corpus_results = [_ok(4.0, cached=True), _ok(8.0, "openmp")]
+    results = {"sft": [[_ok(2.0), BenchResult(status=Status.WRONG_RESULT)], [_ok(4.0)], [_ok(1.0)]],
+               "rl": [[_ok(6.0), _ok(6.0)], [_ok(8.0)], [_ok(3.0)]]}
+    samples = {"sft": [[PLAIN, "x"], [PLAIN], [PLAIN]],
+               "rl": [[PLAIN, PLAIN], [PLAIN.replace("/* plain */", "int a;")], [PLAIN]]}
+    report: dict[str, Any] = {name: model_block(res, permitted, 16.0, None) for name, res in results.items()}
+    block = add_yardstick(report, problems, results, samples, corpus, corpus_results)
+    assert block["problems_with_oracle"] + block["problems_without_oracle"] == 3
+    assert block["corpus_distinct"] == 2 and block["corpus_verified"] == 2 and block["corpus_cached"] == 1
+    first = block["table"][0]
+    assert first["problem_id"] == problems[0].metadata["problem_id"] and first["oracle_kernel"] == "omp"
+    assert (first["sft_median"], first["sft_best"], first["rl_median"], first["rl_ratio"]) == (2.0, 2.0, 6.0, 0.75)
+    assert report["sft"]["distinct_kernels"] == 1 and report["rl"]["distinct_kernels"] == 2
+    assert "headroom_closed" in report["rl"] and "headroom_closed" not in report["sft"]
+    assert report["rl"]["best_vs_numpy"] == pytest.approx(8.0 / 16.0)
+    report["oracle"] = block
+    metrics = report_metrics(report)
+    assert metrics["rl.oracle_ratio"] == report["rl"]["oracle_ratio"] and metrics["oracle.problems_with_oracle"] >= 1
+    assert not any(k.startswith("oracle.table") for k in metrics)
+    write_report(report, tmp_path / "eval_dgemm.json")  # no NaN anywhere
+    missing = add_yardstick({"sft": {}, "rl": {}}, problems, results, samples, None, [])
+    assert missing["problems_without_oracle"] == 3 and "corpus.jsonl is missing" in missing["note"]
