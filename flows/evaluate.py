@@ -1,5 +1,6 @@
 """The ``evaluate_dgemm`` stage: SFT and RL policies on the held-out DGEMM problems, benchmarked on this CPU;
-``reports/eval_dgemm.json`` (DVC metrics: blocks ``sft`` and ``rl``, ``rl.winrate_vs_sft``), the per-kernel
+``reports/eval_dgemm.json`` (DVC metrics: blocks ``sft`` and ``rl``, ``rl.winrate_vs_sft``, the oracle yardstick
+``rl.oracle_ratio`` ... and the per-problem ``oracle.table``: ``hpcrl_core/evaluation/oracle.py``), the per-kernel
 samples, and plots (GFLOPS distributions, RL curves over steps) in ``reports/`` and MLflow.
 
 Run: ``python -m flows.evaluate [--params params.yaml] [--data data] [--sft checkpoints/sft/final]
@@ -19,8 +20,10 @@ import tasks.evaluate  # its task evaluate_dgemm shares this flow's name
 from flows.stage import flow_run_tags
 from hpcrl_core import tracking
 from hpcrl_core.config import load_params
+from hpcrl_core.evaluation.report import oracle_line
 
-BLOCK_KEYS = ("verified_rate", "respect_rate", "gflops_median", "gflops_best", "best_vs_numpy", "winrate_vs_sft")
+BLOCK_KEYS = ("verified_rate", "respect_rate", "gflops_median", "gflops_best", "best_vs_numpy", "winrate_vs_sft",
+              "oracle_ratio", "oracle_ratio_rich", "headroom_closed", "distinct_kernels")
 
 
 @flow(name="evaluate-dgemm")
@@ -43,10 +46,18 @@ def evaluate_dgemm(params_path: str = "params.yaml", data_dir: str = "data", sft
             tracking.log_artifact(png, "reports")
     for name in models:
         block = result[name]
-        log.info("%s: verified %.0f%%, median %.2f GFLOPS, best %.2f (%.2f of numpy)%s", name,
-                 100 * block["verified_rate"], block["gflops_median"], block["gflops_best"], block["best_vs_numpy"],
-                 f", WinRate vs SFT {block['winrate_vs_sft']:.2f}" if "winrate_vs_sft" in block else "")
+        log.info("%s: verified %.0f%%, median %.2f GFLOPS, best %.2f (%.2f of numpy), oracle ratio %s (4-5 "
+                 "techniques %s), %d distinct kernels%s%s", name, 100 * block["verified_rate"], block["gflops_median"],
+                 block["gflops_best"], block["best_vs_numpy"], _opt(block["oracle_ratio"]),
+                 _opt(block["oracle_ratio_rich"]), block["distinct_kernels"],
+                 f", WinRate vs SFT {block['winrate_vs_sft']:.2f}" if "winrate_vs_sft" in block else "",
+                 f", headroom closed {_opt(block['headroom_closed'])}" if "headroom_closed" in block else "")
+    log.info("%s", oracle_line(result))
     return result
+
+
+def _opt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,8 +1,8 @@
 """The ``train-dgemm`` pipeline: prepare → sft → rl_dgemm → evaluate_dgemm through ``dvc repro <stage>`` (DVC skips
 stages whose inputs did not change), then the ``register`` flow as a subflow; ends with a summary table (stages
 ran / skipped and their seconds, SFT vs RL on the fixed headline of ``hpcrl_core.evaluation.report``: verified
-and respect rates, median / best GFLOPS, best vs numpy, WinRate; the SFT policy's task scores; the registered
-version).
+and respect rates, median / best GFLOPS, best vs numpy, WinRate, oracle ratio (all and 4-5 techniques), headroom
+closed, distinct kernels, and the oracle's coverage; the SFT policy's task scores; the registered version).
 
 Run: ``python -m flows.train_dgemm [--stages prepare sft ...] [--no-register] [--repo-root PATH]``; as a
 deployment: ``make serve`` then ``prefect deployment run 'train-dgemm/train-dgemm'`` (docs/orchestration.md).
@@ -23,7 +23,7 @@ import yaml
 from prefect import flow, get_run_logger
 
 from hpcrl_core.errors import ConfigError
-from hpcrl_core.evaluation.report import headline, text_table
+from hpcrl_core.evaluation.report import headline, oracle_line, text_table
 from hpcrl_core.runtime_env import ROOT
 from tasks.pipeline import run_dvc_stage
 
@@ -97,7 +97,8 @@ def format_summary(summary: dict[str, Any]) -> str:
     lines = [f"train-dgemm in {summary['repo_root']}", f"  {'stage':<18}{'result':<10}{'seconds':>9}"]
     lines += [f"  {s['dvc_stage']:<18}{s['status']:<10}{s['seconds']:>9.1f}" for s in summary["dvc_stages"]]
     reports = summary["reports"]
-    lines += ["", text_table(headline(reports["sft"]["report"], reports["rl"]["report"]))]
+    lines += ["", text_table(headline(reports["sft"]["report"], reports["rl"]["report"])),
+              "  " + oracle_line(reports["rl"]["report"])]
     lines.append("\n  " + registry_line(summary["register"]))
     for entry in reports.values():
         state = "missing (its stage has not run here)" if not entry["found"] else entry.get("error", "read")

@@ -5,7 +5,8 @@
 - ``write_samples``: its sample rows as JSON lines next to it (``samples_path_for``: ``reports/sft.json`` ->
   ``reports/sft_samples.jsonl``), one schema per family (``dgemm.dgemm_rows``; the task families' rows in
   ``runner.py``).
-- ``headline``: the fixed rows ``make run`` prints (SFT and RL side by side) from the two reports, and
+- ``headline``: the fixed rows ``make run`` prints (SFT and RL side by side) from the two reports (rates, GFLOPS,
+  best vs numpy, WinRate, the oracle yardstick of ``oracle.py``), ``oracle_line`` (its coverage), and
   ``text_table`` / ``markdown_table`` to show them.
 
 Test: ``pytest tests/evaluation/test_report.py``.
@@ -28,6 +29,10 @@ HEADLINE_KEYS: tuple[tuple[str, str, str | None], ...] = (
     ("best GFLOPS", "gflops_best", "gflops_max"),
     ("best vs numpy", "best_vs_numpy", None),
     ("WinRate vs SFT", "winrate_vs_sft", None),
+    ("oracle ratio", "oracle_ratio", None),
+    ("oracle ratio (rich)", "oracle_ratio_rich", None),
+    ("headroom closed", "headroom_closed", None),
+    ("distinct kernels", "distinct_kernels", None),
 )
 # (label, family block of sft.json, key): the task families, measured on the SFT policy
 TASK_KEYS: tuple[tuple[str, str, str], ...] = (
@@ -83,6 +88,20 @@ def headline(sft_report: Mapping[str, Any] | None, eval_report: Mapping[str, Any
     for label, family, key in TASK_KEYS:
         rows.append((label, ((sft_report or {}).get(family) or {}).get(key), None))
     return rows
+
+
+def oracle_line(eval_report: Mapping[str, Any] | None) -> str:
+    """One line on the yardstick's coverage: problems with an oracle, corpus kernels timed and verified in this run
+    (``eval_dgemm.json``'s ``oracle`` block); says so when the report has none."""
+    block = (eval_report or {}).get("oracle")
+    if not block:
+        return "oracle: none in this report (the evaluation predates it, or has not run)"
+    with_oracle, without = block.get("problems_with_oracle", 0), block.get("problems_without_oracle", 0)
+    line = (f"oracle: {with_oracle} of {with_oracle + without} problems have a corpus kernel they permit "
+            f"({without} without, left out of the ratios); {block.get('corpus_distinct', 0)} corpus kernels timed at "
+            f"n={block.get('bench_n')}, {block.get('corpus_verified', 0)} verified, "
+            f"{block.get('corpus_cached', 0)} from the result cache")
+    return line + (f"; {block['note']}" if block.get("note") else "")
 
 
 def _fmt(value: Any) -> str:

@@ -14,6 +14,7 @@ import pytest
 from hpcrl_core.evaluation.report import (
     headline,
     markdown_table,
+    oracle_line,
     read_samples,
     samples_path_for,
     text_table,
@@ -26,7 +27,11 @@ SFT = {"dgemm": {"verified_rate": 0.9, "respect_rate": 0.97, "gflops_median": 14
 EVAL = {"sft": {"verified_rate": 0.897, "respect_rate": 1.0, "gflops_median": 14.5, "gflops_best": 28.8,
                 "best_vs_numpy": 0.4},
         "rl": {"verified_rate": 1.0, "respect_rate": 1.0, "gflops_median": 15.0, "gflops_best": 29.2,
-               "best_vs_numpy": 0.42, "winrate_vs_sft": 0.93}, "meta": {"problems": 80}}
+               "best_vs_numpy": 0.42, "winrate_vs_sft": 0.93, "oracle_ratio": 0.74, "oracle_ratio_rich": 0.3,
+               "headroom_closed": 0.51, "distinct_kernels": 17},
+        "oracle": {"problems_with_oracle": 78, "problems_without_oracle": 2, "corpus_distinct": 250,
+                   "corpus_verified": 249, "corpus_cached": 240, "bench_n": 256, "table": []},
+        "meta": {"problems": 80}}
 
 
 def test_headline_reads_fixed_keys_from_both_reports() -> None:
@@ -34,6 +39,14 @@ def test_headline_reads_fixed_keys_from_both_reports() -> None:
     assert rows["verified rate"] == (0.897, 1.0)  # the comparison's SFT block wins over sft.json
     assert rows["best GFLOPS"] == (28.8, 29.2) and rows["WinRate vs SFT"] == (None, 0.93)
     assert rows["race F1"] == (0.85, None) and rows["PLP similarity"] == (0.43, None)
+    assert rows["oracle ratio"] == (None, 0.74) and rows["oracle ratio (rich)"] == (None, 0.3)
+    assert rows["headroom closed"] == (None, 0.51) and rows["distinct kernels"] == (None, 17)
+
+
+def test_oracle_line_states_coverage_or_its_absence() -> None:
+    line = oracle_line(EVAL)
+    assert "78 of 80 problems" in line and "2 without" in line and "n=256" in line and "240 from the result" in line
+    assert "none in this report" in oracle_line({"sft": {}, "rl": {}}) and "none" in oracle_line(None)
 
 
 def test_headline_without_the_comparison_falls_back_to_the_sft_report() -> None:

@@ -143,7 +143,8 @@ def test_summary_reads_reports_and_says_what_is_missing(tmp_path: Path) -> None:
     assert "reports/eval_dgemm.json: missing" in text
     assert "race F1" in text and "0.500" in text and "9.0" in text  # SFT's best from sft.json without the comparison
     rl = {"sft": {"verified_rate": 0.3, "gflops_median": 4.0, "gflops_best": 5.0},
-          "rl": {"verified_rate": 0.6, "gflops_median": 8.0, "gflops_best": 20.0, "winrate_vs_sft": 0.7}}
+          "rl": {"verified_rate": 0.6, "gflops_median": 8.0, "gflops_best": 20.0, "winrate_vs_sft": 0.7,
+                 "oracle_ratio": 0.74, "headroom_closed": 0.51, "distinct_kernels": 17}}
     (tmp_path / "reports" / "eval_dgemm.json").write_text(json.dumps(rl))
     lines = format_summary({**summary, "reports": read_reports(tmp_path)}).splitlines()
     row = {ln.split()[0] + " " + ln.split()[1]: ln.split()[2:] for ln in lines if ln.startswith("  ") and
@@ -151,6 +152,10 @@ def test_summary_reads_reports_and_says_what_is_missing(tmp_path: Path) -> None:
     # SFT comes from the comparison's own sft block (same problems, same samples), by fixed keys
     assert row["verified rate"] == ["0.300", "0.600"] and row["best GFLOPS"] == ["5.000", "20.0"]
     assert row["WinRate vs"] == ["SFT", "-", "0.700"]
+    by_label = {ln[2:22].strip(): ln[22:].split() for ln in lines if ln.startswith("  ")}
+    assert by_label["oracle ratio"] == ["-", "0.740"] and by_label["oracle ratio (rich)"] == ["-", "-"]
+    assert by_label["headroom closed"] == ["-", "0.510"] and by_label["distinct kernels"] == ["-", "17"]
+    assert any("oracle: none in this report" in ln for ln in lines)
     assert len(lines) < 25  # a short table, not every key of both reports
     (tmp_path / "reports" / "eval_dgemm.json").write_text("{not json")
     assert "unreadable" in format_summary({**summary, "reports": read_reports(tmp_path)})
