@@ -7,6 +7,8 @@ Run: ``.venv/bin/python -m pytest tests/evaluation/test_dgemm.py -q``.
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -51,11 +53,28 @@ def test_two_models_compared_on_the_held_out_problems(workspace: tuple[Path, Pat
         (tmp_path / name).mkdir()
     monkeypatch.setattr("hpcrl_core.evaluation.dgemm.sample_model", fake_sample)
     params = _eval_params(bench_n=128)
-    report, rows = evaluate_dgemm({n: tmp_path / n for n in kernels}, data_dir, params, bench_dirs)
+    # the corpus: the naive kernel (no technique: every problem permits it) and i-k-j (loop_reorder: neither of
+    # the two problems, which permit {openmp, simd} and {openmp}, does); both are timed again in this run
+    data = tmp_path / "data"
+    (data / "dgemm").mkdir(parents=True)
+    shutil.copy(data_dir / "dgemm" / "problems_eval.jsonl", data / "dgemm" / "problems_eval.jsonl")
+    (data / "dgemm" / "corpus.jsonl").write_text("".join(
+        json.dumps({"name": name, "techniques": [], "gflops": 999.0, "code": code.strip("`c\n")}) + "\n"
+        for name, code in (("naive", NAIVE), ("ikj", IKJ))))
+    report, rows = evaluate_dgemm({n: tmp_path / n for n in kernels}, data, params, bench_dirs)
     sft, rl = report["sft"], report["rl"]
     assert sft["verified_rate"] == rl["verified_rate"] == 1.0
     assert rl["gflops_median"] > sft["gflops_median"] > 0  # i-k-j streams B's rows; the naive kernel strides
     assert rl["winrate_vs_sft"] == 1.0 and "winrate_vs_sft" not in sft
+    oracle = report["oracle"]
+    assert oracle["problems_with_oracle"] == 2 and oracle["corpus_verified"] == 2 and oracle["bench_n"] == 128
+    assert [row["oracle_kernel"] for row in oracle["table"]] == ["naive", "naive"]  # i-k-j is not permitted
+    assert all(row["oracle_gflops"] != 999.0 for row in oracle["table"])  # measured now, not read from the file
+    assert sft["oracle_ratio"] == pytest.approx(1.0, rel=0.2) and rl["oracle_ratio"] > sft["oracle_ratio"]
+    assert sft["distinct_kernels"] == rl["distinct_kernels"] == 1
+    # the oracle (naive) is no faster than SFT's median (naive) on either problem: no headroom to close
+    assert oracle["corpus_cached"] == 2 and sft["oracle_ratio"] == 1.0  # the same sources: cached results
+    assert rl["headroom_excluded"] == 2 and rl["headroom_closed"] is None
     assert rl["best_vs_numpy"] > 0 and report["meta"]["numpy_gflops"] > 0 and report["meta"]["problems"] == 2
     by_model = rows_by_model(rows)
     assert len(by_model["rl"]) == 2 * K and by_model["rl"][0]["status"] == "ok"
@@ -65,6 +84,8 @@ def test_two_models_compared_on_the_held_out_problems(workspace: tuple[Path, Pat
     kernels["rl"] = "```c\nvoid dgemm(int n) {}\n```"  # the same problems, a model that never verifies
     report, rows = evaluate_dgemm({n: tmp_path / n for n in kernels}, data_dir, params, bench_dirs)
     assert report["rl"]["verified_rate"] == 0.0 and report["rl"]["winrate_vs_sft"] == 0.0
+    assert report["rl"]["distinct_kernels"] == 0
+    assert "corpus.jsonl is missing" in report["oracle"]["note"] and report["rl"]["oracle_ratio"] is None
     out = tmp_path / "dist.png"
     plot_gflops_distributions(rows_by_model(rows), out)
     assert out.read_bytes()[:8] == PNG and out.stat().st_size > 5000
