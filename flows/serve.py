@@ -57,6 +57,7 @@ from flows.service import (
     wait_all,
     worker_online,
 )
+from hpcrl_core import tracking
 from hpcrl_core.runtime_env import ROOT
 
 __all__ = ["ServeError", "healthy", "main", "start", "status", "stop", "terminate"]
@@ -297,10 +298,16 @@ def start(ports: Ports = Ports(), timeout_s: float = 180.0, env_file: Path = ENV
         run.rollback()
         raise
     write_env_file(env_file, run.env, d)
+    mlflow_url = run.env["MLFLOW_TRACKING_URI"]
+    try:  # the experiment made now, marked as model training: the link opens MLflow's model-training view
+        mlflow_ui = tracking.experiment_url(mlflow_url, tracking.ensure_experiment(mlflow_url))
+    except Exception as exc:  # noqa: BLE001  the stack is up; only the link is plainer
+        print(f"mlflow: could not create the experiment yet ({exc})", file=sys.stderr)
+        mlflow_ui = mlflow_url
     prefect = Path(sys.executable).with_name("prefect")
     print(f"""
 Prefect UI  {run.env["PREFECT_API_URL"].removesuffix("/api")}
-MLflow UI   {run.env["MLFLOW_TRACKING_URI"]}
+MLflow UI   {mlflow_ui}
 S3          {run.env["AWS_ENDPOINT_URL"]}  buckets {", ".join(BUCKETS)}
 pids, logs  {d}
 Environment written to {env_file}; load it in a shell (Prefect CLI, dvc push, make run all need it):

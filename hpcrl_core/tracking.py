@@ -183,17 +183,26 @@ def _params_seed(params: Mapping[str, Any] | None) -> int | None:
     return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
 
 
-@contextlib.contextmanager
-def _tracked_run(name: str, params: Mapping[str, Any] | None, tags: Mapping[str, str] | None,
-                 tracking_uri: str | None, run_file: Path | None = None, resume: bool = False) -> Iterator[Any]:
+def ensure_experiment(tracking_uri: str | None = None) -> str:
+    """Make ``EXPERIMENT`` the active experiment of the store (created when missing, marked as model training unless
+    a kind was chosen already); returns its id."""
     _quiet_env()
     import mlflow
 
-    uri = _resolve_uri(tracking_uri)
-    mlflow.set_tracking_uri(uri)
+    mlflow.set_tracking_uri(_resolve_uri(tracking_uri))
     experiment = mlflow.set_experiment(EXPERIMENT)
     if EXPERIMENT_KIND_TAG not in experiment.tags:
         mlflow.set_experiment_tag(EXPERIMENT_KIND_TAG, MODEL_TRAINING)
+    return str(experiment.experiment_id)
+
+
+@contextlib.contextmanager
+def _tracked_run(name: str, params: Mapping[str, Any] | None, tags: Mapping[str, str] | None,
+                 tracking_uri: str | None, run_file: Path | None = None, resume: bool = False) -> Iterator[Any]:
+    import mlflow
+
+    uri = _resolve_uri(tracking_uri)
+    ensure_experiment(uri)
     close_dead_runs(name, uri)
     run_id = _run_to_resume(_client(uri), run_file, name) if run_file is not None and resume else None
     all_tags = {STAGE_TAG: name, GIT_COMMIT_TAG: git_commit(), **_process_tags(), **(tags or {})}

@@ -170,6 +170,9 @@ def test_serve_stack_end_to_end(tmp_path: Path) -> None:
         assert stack["MLFLOW_TRACKING_URI"] == f"http://127.0.0.1:{ports[1]}"
         assert stack["AWS_ENDPOINT_URL"] == stack["MLFLOW_S3_ENDPOINT_URL"] == f"http://127.0.0.1:{ports[2]}"
         assert env_file.stat().st_mode & 0o077 == 0  # it holds the S3 secret
+        # the link opens the experiment in MLflow's model-training view, not in its GenAI overview
+        assert re.search(rf"MLflow UI +http://127.0.0.1:{ports[1]}/#/experiments/\d+/runs\?workflowType=machine_learning",
+                         started.stdout), started.stdout
         pids = {name: int((home / "serve" / f"{name}.pid").read_text()) for name in SERVICES}
         assert set(pids.values()) <= set(processes_with_home(home))  # the check after stop can see them
         again = serve(env, *args)
