@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hpcrl_core.errors import HPCRLError
+from hpcrl_core.processes import stat_fields
 from hpcrl_core.runtime_env import ROOT
 
 
@@ -53,12 +54,8 @@ class Service:
 
 def _proc_stat(pid: int) -> tuple[str, int] | None:
     """(state, parent pid) of a live process, None when it is gone."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = text[text.rindex(")") + 2:].split()  # the command name may hold spaces and parentheses
-    return fields[0], int(fields[1])
+    fields = stat_fields(pid)
+    return None if fields is None else (fields[0], int(fields[1]))
 
 
 def alive(pid: int) -> bool:

@@ -30,14 +30,20 @@ class ProcessId:
     start: str = ""
 
 
-def _stat(pid: int) -> tuple[str, str] | None:
-    """(state, start time) of ``pid`` from ``/proc``, or None when there is no such process."""
+def stat_fields(pid: int) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name (``[0]`` is field 3 of proc(5), the state; ``[1]``
+    the parent pid; ``[19]`` the start time), or None when there is no such process."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    fields = text[text.rindex(")") + 2:].split()  # the command name may hold spaces and parentheses
-    return fields[0], fields[19]  # fields 3 (state) and 22 (starttime) of proc(5)
+    return text[text.rindex(")") + 2:].split()  # the command name may hold spaces and parentheses
+
+
+def _stat(pid: int) -> tuple[str, str] | None:
+    """(state, start time) of ``pid`` from ``/proc``, or None when there is no such process."""
+    fields = stat_fields(pid)
+    return None if fields is None else (fields[0], fields[19])  # fields 3 (state) and 22 (starttime) of proc(5)
 
 
 def this_process() -> ProcessId:
