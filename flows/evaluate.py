@@ -24,6 +24,7 @@ from hpcrl_core.evaluation.report import oracle_line
 
 BLOCK_KEYS = ("verified_rate", "respect_rate", "gflops_median", "gflops_best", "best_vs_numpy", "winrate_vs_sft",
               "oracle_ratio", "oracle_ratio_rich", "headroom_closed", "distinct_kernels")
+ORACLE_KEYS = ("problems_with_oracle", "problems_without_oracle", "corpus_verified")
 
 
 @flow(name="evaluate-dgemm")
@@ -41,6 +42,7 @@ def evaluate_dgemm(params_path: str = "params.yaml", data_dir: str = "data", sft
         plotted = tasks.evaluate.plot_training_curves(Path(rl_dir) / "log_history.json", steps_png)
         tracking.log_metrics({f"{name}.{k}": float(v) for name in models for k, v in result[name].items()
                               if k in BLOCK_KEYS and v is not None})
+        tracking.log_metrics({f"oracle.{k}": float(v) for k, v in result["oracle"].items() if k in ORACLE_KEYS})
         tracking.log_dict(result, "reports/eval_dgemm.json")
         for png in [out.with_name(out.stem + "_gflops.png"), *([steps_png] if plotted else [])]:
             tracking.log_artifact(png, "reports")
