@@ -99,7 +99,11 @@ def time_corpus(ex: BenchBackend, corpus: Sequence[CorpusEntry], n: int,
     codes = [""] * len(distinct)
     for entry in corpus:
         codes[distinct[normalise_code(entry.code)]] = entry.code
-    tick = (lambda done, total: progress(f"oracle: benchmarked corpus kernels {done}/{total}")) if progress else None
+
+    def tick(done: int, total: int) -> None:
+        if progress is not None and (done == total or done % 25 == 0):  # a few lines, not one per kernel
+            progress(f"oracle: benchmarked corpus kernels {done}/{total}")
+
     results = ex.map(codes, n=n, progress=tick)
     return [results[distinct[normalise_code(entry.code)]] for entry in corpus]
 
