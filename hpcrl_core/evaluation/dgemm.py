@@ -281,7 +281,9 @@ def evaluate_dgemm(models: Mapping[str, Path], data_dir: Path, params: Params, s
     """Evaluate each named model on the held-out problems; every other model gets ``winrate_vs_<baseline>``.
 
     Returns:
-        The report ``{name: model_block, ..., "meta": {...}}`` and the sample rows of every model.
+        The report ``{name: model_block, ..., "oracle": {...}, "meta": {...}}`` (``add_yardstick``: the corpus
+        kernels of ``data/dgemm/corpus.jsonl`` are timed on the same backend at the same size after the models'
+        kernels) and the sample rows of every model.
 
     Raises:
         DataError: no held-out problems. ConfigError: a model folder holds no saved model.
