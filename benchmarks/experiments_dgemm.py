@@ -6,7 +6,8 @@ if it was interrupted), then the held-out evaluation of SFT and that RL policy (
 same k, same temperature). A finished run folder is reused only if its recorded settings (RL, reward and
 evaluation params; data and SFT paths) match this invocation's. Per variant it reports the mean and spread
 (population std over seeds) of the RL verified rate, median GFLOPS of verified kernels, its ratio to SFT's, the
-best GFLOPS and WinRate vs SFT.
+best GFLOPS and WinRate vs SFT; and the oracle yardstick (oracle ratio of RL and SFT, RL's on problems permitting
+4-5 techniques, headroom closed, best vs numpy, distinct kernels).
 Variants: ``sqd`` = params.yaml as is; ``nosqd`` = ``rl_dgemm.sqd.enabled: false`` (problems keep their
 generated stage).
 
@@ -123,6 +124,24 @@ def table(results: dict[str, list[dict[str, Any]]]) -> list[str]:
     return lines
 
 
+def _present(blocks: list[dict[str, Any]], key: str) -> list[float]:
+    return [float(b[key]) for b in blocks if b.get(key) is not None]
+
+
+def yardstick_table(results: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """Per variant, mean ± std over seeds of the oracle yardstick (docs/sqd.md, "The held-out evaluation"); a run
+    whose report predates it, or has no problem with an oracle, is left out of that column."""
+    columns = (("rl", "oracle_ratio"), ("sft", "oracle_ratio"), ("rl", "oracle_ratio_rich"), ("rl", "headroom_closed"),
+               ("rl", "best_vs_numpy"), ("rl", "distinct_kernels"), ("sft", "distinct_kernels"))
+    lines = ["| variant | RL oracle ratio | SFT oracle ratio | RL ratio, 4-5 techniques | headroom closed "
+             "| RL best vs numpy | RL distinct kernels | SFT distinct kernels |",
+             "|---|" + "---:|" * len(columns)]
+    for variant, reports in results.items():
+        cells = [_spread(_present([r[model] for r in reports], key)) for model, key in columns]
+        lines.append(f"| {variant} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def meets_target(report: dict[str, Any]) -> bool:
     """The issue's bar for one run: RL median GFLOPS of verified kernels >= 1.3x SFT's, and RL's verified rate not
     more than 5 points below SFT's."""
@@ -171,6 +190,8 @@ def main() -> int:
              f"{' '.join(map(str, a.seeds))} --variants {' '.join(a.variants)}"
              f"{f' --steps {a.steps}' if a.steps else ''}`: {first['problems']} held-out problems, k={first['k']}, "
              f"T={first['temperature']}, n={first['bench_n']}; mean ± std over seeds.", "", *table(results),
+             "", "Against the oracle (the fastest corpus kernel each problem permits, timed in the same run):", "",
+             *yardstick_table(results),
              "", "Per run (target: RL/SFT median ≥ 1.3x and RL verified at most 5 points below SFT):", "",
              *per_run(results, a.seeds)]
     print("\n".join(lines))

@@ -10,7 +10,15 @@ from typing import Any
 
 import pytest
 
-from benchmarks.experiments_dgemm import meets_target, one_run, per_run, run_settings, settings_differences, table
+from benchmarks.experiments_dgemm import (
+    meets_target,
+    one_run,
+    per_run,
+    run_settings,
+    settings_differences,
+    table,
+    yardstick_table,
+)
 from hpcrl_core.config import parse_params
 from hpcrl_core.evaluation.report import write_report
 
@@ -37,6 +45,15 @@ def test_tables_show_mean_spread_and_each_run() -> None:
     rows = per_run(results, [1, 2])
     assert rows[2] == "| sqd | 1 | 80.0% | 85.0% | +5.0 | 2.00 | 6.00 | 3.00x | 0.750 | 7 | yes |"
     assert rows[3].endswith("| -10.0 | 2.00 | 6.00 | 3.00x | 0.750 | 7 | no |")
+
+
+def test_yardstick_table_spreads_over_seeds_and_leaves_out_runs_without_it() -> None:
+    first, second, old = _report(0.8, 2.0, 0.85, 6.0), _report(0.8, 2.0, 0.85, 6.0), _report(0.8, 2.0, 0.9, 5.0)
+    first["rl"].update(oracle_ratio=0.7, oracle_ratio_rich=0.3, headroom_closed=0.4, distinct_kernels=10)
+    second["rl"].update(oracle_ratio=0.9, oracle_ratio_rich=None, headroom_closed=0.6, distinct_kernels=20)
+    first["sft"].update(oracle_ratio=0.25, distinct_kernels=40)
+    row = yardstick_table({"sqd": [first, second, old]})[2]
+    assert row == "| sqd | 0.8 ± 0.1 | 0.25 ± 0 | 0.3 ± 0 | 0.5 ± 0.1 | 0.1 ± 0 | 15 ± 5 | 40 ± 0 |"
 
 
 def test_a_finished_run_is_reused_only_with_the_same_settings(tmp_path: Path) -> None:
