@@ -34,6 +34,7 @@ import argparse
 import os
 import secrets
 import socket
+import subprocess
 import sys
 import time
 from collections.abc import Mapping
@@ -160,6 +161,14 @@ class _Start:
     def child_env(self) -> dict[str, str]:
         return {**self.base, **self.env}
 
+    def url(self, service: Service, fresh: str) -> str:
+        """Where ``service`` answers: the URL recorded when ours was started if it still runs (started with other
+        ports, it keeps them), else ``fresh``; recorded in ``<dir>/<name>.url``."""
+        recorded = self.d / f"{service.name}.url"
+        url = recorded.read_text().strip() if read_pid(service, self.d) is not None and recorded.exists() else fresh
+        recorded.write_text(f"{url}\n")
+        return url
+
     def launch(self, service: Service, argv: list[str], env: Mapping[str, str], port: int | None,
                make_var: str) -> tuple[int, bool]:
         """(pid, started now): ours if it runs, else started after checking that its port is free."""
@@ -187,11 +196,11 @@ class _Start:
             (self.d / "s3.external").unlink(missing_ok=True)
             key, secret = _s3_keys(self.d)
             (self.d / "s3").mkdir(exist_ok=True)
-            port = self.ports.s3
+            endpoint = self.url(S3, f"http://127.0.0.1:{self.ports.s3}")
+            port = int(endpoint.rsplit(":", 1)[1])
             pid, _ = self.launch(S3, [rclone(), "serve", "s3", "--auth-key", f"{key},{secret}", "--addr",
                                       f"127.0.0.1:{port}", str(self.d / "s3")], self.base, port, "S3_PORT")
             wait_all(self.d, [Wait(S3, pid, f"listening on port {port}", lambda: _listening(port))], self.timeout_s)
-            endpoint = f"http://127.0.0.1:{port}"
         self.env.update(AWS_ACCESS_KEY_ID=key, AWS_SECRET_ACCESS_KEY=secret, AWS_ENDPOINT_URL=endpoint,
                         MLFLOW_S3_ENDPOINT_URL=endpoint,
                         AWS_DEFAULT_REGION=os.environ.get("AWS_DEFAULT_REGION", REGION))
@@ -201,33 +210,26 @@ class _Start:
 
     def mlflow(self) -> Wait:
         """Launch the MLflow server; returns what to wait for."""
-        port = self.ports.mlflow
-        url = f"http://127.0.0.1:{port}"
+        url = self.url(MLFLOW, f"http://127.0.0.1:{self.ports.mlflow}")
+        port = int(url.rsplit(":", 1)[1])
         env = {**self.child_env(), "MLFLOW_PORT": str(port), "MLFLOW_HOST": "127.0.0.1",
                "MLFLOW_BACKEND_STORE_URI": f"sqlite:///{self.d / 'mlflow.db'}",
                "MLFLOW_ARTIFACTS_DESTINATION": f"s3://{MLFLOW_BUCKET}",
                "MLFLOW_BIN": str(Path(sys.executable).with_name("mlflow"))}
         pid, _ = self.launch(MLFLOW, ["bash", str(ROOT / "mlflow" / "start.sh")], env, port, "MLFLOW_PORT")
-        (self.d / "mlflow.url").write_text(f"{url}\n")
         self.env["MLFLOW_TRACKING_URI"] = url
         return Wait(MLFLOW, pid, f"healthy at {url}/health", lambda: http_ok(f"{url}/health"))
 
     def prefect(self) -> Wait:
         """Launch the Prefect server; returns what to wait for."""
-        url_file = self.d / "server.url"
-        api_url = f"http://127.0.0.1:{self.ports.prefect}/api"
-        if read_pid(SERVER, self.d) is not None and url_file.exists():
-            api_url = url_file.read_text().strip()
-        argv = [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port",
-                str(self.ports.prefect)]
-        pid, _ = self.launch(SERVER, argv, self.base, self.ports.prefect, "SERVE_PORT")
-        url_file.write_text(f"{api_url}\n")
+        api_url = self.url(SERVER, f"http://127.0.0.1:{self.ports.prefect}/api")
+        port = int(api_url.removesuffix("/api").rsplit(":", 1)[1])
+        argv = [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)]
+        pid, _ = self.launch(SERVER, argv, self.base, port, "SERVE_PORT")
         self.env["PREFECT_API_URL"] = api_url
         return Wait(SERVER, pid, f"healthy at {api_url}/health", lambda: healthy(api_url))
 
     def deployments(self) -> None:
-        import subprocess
-
         done = subprocess.run([sys.executable, "-m", "flows.deploy"], cwd=ROOT, env=self.child_env(), text=True,
                               capture_output=True, timeout=self.timeout_s)
         if done.returncode != 0:

@@ -175,8 +175,11 @@ def test_serve_stack_end_to_end(tmp_path: Path) -> None:
                          started.stdout), started.stdout
         pids = {name: int((home / "serve" / f"{name}.pid").read_text()) for name in SERVICES}
         assert set(pids.values()) <= set(processes_with_home(home))  # the check after stop can see them
-        again = serve(env, *args)
+        # again, asked for other ports: what runs keeps its ports, and serve.env says the same
+        again = serve(env, "start", "--port", str(free_port()), "--mlflow-port", str(free_port()), "--s3-port",
+                      str(free_port()), "--env-file", str(env_file))
         assert again.stdout.count("already running") == len(SERVICES), again.stdout
+        assert read_env_file(env_file) == stack
         assert pids == {name: int((home / "serve" / f"{name}.pid").read_text()) for name in SERVICES}
         status = subprocess.run([sys.executable, "-m", "flows.cli", "status"], cwd=ROOT, env=env, text=True,
                                 capture_output=True, timeout=60)
