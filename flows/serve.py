@@ -31,6 +31,7 @@ Test: ``pytest -m integration tests/flows/test_deployment.py``.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import secrets
 import socket
@@ -301,6 +302,7 @@ def start(ports: Ports = Ports(), timeout_s: float = 180.0, env_file: Path = ENV
         raise
     write_env_file(env_file, run.env, d)
     mlflow_url = run.env["MLFLOW_TRACKING_URI"]
+    logging.getLogger("mlflow.tracking.fluent").setLevel(logging.WARNING)  # not its "Creating a new experiment"
     try:  # the experiment made now, marked as model training: the link opens MLflow's model-training view
         mlflow_ui = tracking.experiment_url(mlflow_url, tracking.ensure_experiment(mlflow_url))
     except Exception as exc:  # noqa: BLE001  the stack is up; only the link is plainer
