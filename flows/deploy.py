@@ -4,8 +4,8 @@
 source: the worker runs the flow with the repository root as working directory), so a deployment run does what
 ``make run`` does.
 
-Why not ``prefect deploy --all`` (which reads the same file and also works): it asks questions when something is
-missing; this module runs unattended, checks PREFECT_API_URL first and is called by ``make serve`` and by the tests
+Why not ``prefect deploy --all`` (which reads the same file and works once the pools exist): it asks questions, or
+refuses, when something is missing; this module runs unattended, checks PREFECT_API_URL first and is called by ``make serve`` and by the tests
 with their own server. ``--pool`` puts every deployment it makes on one pool instead.
 
 Run: ``PREFECT_API_URL=http://127.0.0.1:4200/api python -m flows.deploy [--pipeline evaluate] [--pool cpu]``; then
