@@ -5,8 +5,8 @@ source: the worker runs the flow with the repository root as working directory),
 ``make run`` does.
 
 Why not ``prefect deploy --all`` (which reads the same file and works once the pools exist): it asks questions, or
-refuses, when something is missing; this module runs unattended, checks PREFECT_API_URL first and is called by ``make serve`` and by the tests
-with their own server. ``--pool`` puts every deployment it makes on one pool instead.
+refuses, when something is missing; this module runs unattended, checks PREFECT_API_URL first and is called by
+``make serve`` and by the tests with their own server. ``--pool`` puts every deployment it makes on one pool instead.
 
 Run: ``PREFECT_API_URL=http://127.0.0.1:4200/api python -m flows.deploy [--pipeline evaluate] [--pool cpu]``; then
 ``prefect deployment run 'train-dgemm/train-dgemm'`` (or ``'train-hargo/train-hargo'``).

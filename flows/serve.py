@@ -70,6 +70,8 @@ S3, MLFLOW, SERVER, AGENT = (Service("s3", b"rclone"), Service("mlflow", b"mlflo
                              Service("agent", b"flows.cli"))
 WORKERS = tuple(Service(f"{pool}-worker", b"prefect") for pool in POOLS)
 STOP_ORDER = (AGENT, *WORKERS, SERVER, MLFLOW, S3)  # each before what it talks to
+# the worker of the pool hpcrl-local that make serve ran before the stack had pools cpu and gpu: stopped if found
+LEGACY = (Service("worker", b"prefect"),)
 ENV_FILE = ROOT / "serve.env"
 ENV_HEADER = "# written by `make serve` (python -m flows.serve start): the local stack. Load it: set -a; . ./serve.env"
 REGION = "us-east-1"
@@ -327,9 +329,11 @@ def stop() -> bool:
     """Stop every service of ours, in ``STOP_ORDER``; True when nothing of theirs is left running."""
     d = serve_dir()
     clean = True
-    for service in STOP_ORDER:
+    for service in (*LEGACY, *STOP_ORDER):
         pid, left = stop_service(service, d)
         clean = clean and not left
+        if service in LEGACY and pid is None:
+            continue
         print(f"{service.name}: " + ("not running" if pid is None else f"stopped (pid {pid})")
               + (f"; still alive: {left}" if left else ""))
     pointer = d / "env_file"

@@ -84,3 +84,13 @@ def test_serve_env_is_private_and_stop_removes_only_ours(tmp_path: Path) -> None
     text = env_file.read_text()
     assert text.startswith(serve.ENV_HEADER) and "AWS_SECRET_ACCESS_KEY=s\n" in text
     assert [s.name for s in serve.STOP_ORDER] == ["agent", "cpu-worker", "gpu-worker", "server", "mlflow", "s3"]
+
+
+def test_stop_also_stops_the_worker_of_the_former_layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stack started before pools cpu and gpu left ``worker.pid``; the new ``make stop`` stops that worker too."""
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path))
+    d = serve.serve_dir()
+    d.mkdir()
+    legacy = serve.LEGACY[0]
+    pid = spawn(legacy, d, [sys.executable, "-c", "import time; time.sleep(60)  # prefect worker"], {})
+    assert serve.stop() and not alive(pid) and read_pid(legacy, d) is None
