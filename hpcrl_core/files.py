@@ -1,5 +1,5 @@
 """Atomic file writes (a reader sees the old file or the new one, never half of one), a folder written whole or not
-at all (``replaced_folder``), and JSON state files read back with a clear error.
+at all (``replaced_folder``), and JSON state files and JSON-lines files read back with a clear error.
 
 Test: ``pytest tests/test_files.py``.
 """
@@ -67,3 +67,20 @@ def read_json_file(path: Path, kind: str) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
         raise DataError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from None
+
+
+def json_lines(path: Path, hint: str = "") -> Iterator[tuple[int, Any]]:
+    """(line number, value) for each non-blank line of the JSON-lines file ``path``, read as it goes; the caller checks
+    the values' shape. The file must exist (callers say how to make it).
+
+    Raises:
+        DataError: ``path:line: not valid JSON (...)`` at the first line that is not, with ``hint`` after it.
+    """
+    with path.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                yield lineno, json.loads(line)
+            except json.JSONDecodeError as err:
+                raise DataError(f"{path}:{lineno}: not valid JSON ({err.msg}){hint}") from None

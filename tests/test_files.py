@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-from hpcrl_core.files import replaced_folder, write_text_atomic
+from hpcrl_core.errors import DataError
+from hpcrl_core.files import json_lines, replaced_folder, write_text_atomic
 
 
 def test_write_creates_folders_replaces_and_leaves_no_temp(tmp_path: Path) -> None:
@@ -33,3 +35,12 @@ def test_a_replaced_folder_is_swapped_in_whole_or_not_at_all(tmp_path: Path) -> 
     with replaced_folder(tmp_path / "fresh") as tmp:
         (tmp / "a.txt").write_text("a")
     assert (tmp_path / "fresh" / "a.txt").read_text() == "a"
+
+
+def test_json_lines_skips_blank_lines_and_names_the_bad_one(tmp_path: Path) -> None:
+    path = tmp_path / "rows.jsonl"
+    path.write_text('{"a": 1}\n\n[2]\n{broken\n')
+    rows = json_lines(path, hint="; make it again")
+    assert next(rows) == (1, {"a": 1}) and next(rows) == (3, [2])
+    with pytest.raises(DataError, match=rf"^{re.escape(str(path))}:4: not valid JSON \(.+\); make it again$"):
+        next(rows)

@@ -29,6 +29,7 @@ from typing import Any
 # the data families are defined with the params schema, which validates sft.families without the data code
 from hpcrl_core.config.base import FAMILIES as FAMILIES
 from hpcrl_core.errors import DataError
+from hpcrl_core.files import json_lines
 
 
 @dataclass(frozen=True)
@@ -107,16 +108,9 @@ def read_jsonl(path: Path) -> Iterator[Record]:
     """
     if not path.is_file():
         raise DataError(f"{path}: no such data file")
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                d = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DataError(f"{path}:{lineno}: not valid JSON ({err.msg})") from None
-            missing = [k for k in ("family", "prompt", "completion", "answer") if k not in d]
-            if missing:
-                raise DataError(f"{path}:{lineno}: record lacks field(s) {missing}")
-            yield Record(**{k: d[k] for k in ("family", "prompt", "completion", "answer", "metadata", "provenance",
-                                              "id") if k in d})
+    for lineno, d in json_lines(path):
+        missing = [k for k in ("family", "prompt", "completion", "answer") if k not in d]
+        if missing:
+            raise DataError(f"{path}:{lineno}: record lacks field(s) {missing}")
+        yield Record(**{k: d[k] for k in ("family", "prompt", "completion", "answer", "metadata", "provenance", "id")
+                        if k in d})

@@ -24,7 +24,6 @@ Test: ``pytest tests/evaluation/test_oracle.py``.
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -36,6 +35,7 @@ from hpcrl_core.bench.executor import BenchBackend
 from hpcrl_core.bench.extract import extract_code, normalise_code
 from hpcrl_core.bench.result import BenchResult
 from hpcrl_core.errors import DataError
+from hpcrl_core.files import json_lines
 
 RICH = 4  # a problem permitting at least this many of the five techniques is "rich"
 Progress = Callable[[str], None]
@@ -73,13 +73,7 @@ def read_corpus(data_dir: Path) -> list[CorpusEntry] | None:
     if not path.is_file():
         return None
     out = []
-    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise DataError(f"{path}:{i} is not JSON ({e}); rerun `dvc repro prepare`") from e
+    for i, row in json_lines(path, hint="; rerun `dvc repro prepare`"):
         if not isinstance(row, dict) or not isinstance(row.get("name"), str) or not isinstance(row.get("code"), str):
             raise DataError(f"{path}:{i} lacks a string 'name' or 'code'; rerun `dvc repro prepare`")
         out.append(CorpusEntry(row["name"], row["code"]))

@@ -6,11 +6,11 @@ Test: ``pytest tests/training/test_preferences.py``.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from hpcrl_core.errors import DataError
+from hpcrl_core.files import json_lines
 
 PAIRS_FILE = "pairs.jsonl"
 
@@ -24,13 +24,7 @@ def load_pairs(path: Path) -> list[dict[str, Any]]:
     if not path.is_file():
         raise DataError(f"{path} is missing; run `dvc repro preferences` to make the preference pairs")
     pairs = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            pair = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise DataError(f"{path}:{n}: not valid JSON ({err.msg})") from None
+    for n, pair in json_lines(path):
         if not isinstance(pair, dict):
             raise DataError(f"{path}:{n}: expected an object with prompt, chosen and rejected")
         for key in ("prompt", "chosen", "rejected"):
