@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -23,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from flows.service import free_port, healthy, rclone, terminate
+from flows.service import free_port, healthy, listening, rclone, terminate
 from hpcrl_core.errors import HPCRLError
 from hpcrl_core.runtime_env import ROOT
 from tasks.bench_agent import HEARTBEAT_S, STALE_AFTER, VARIABLE_PREFIX
@@ -155,9 +154,8 @@ def local_s3(root: Path, buckets: Sequence[str] = ("hpcrl",), timeout_s: float =
     try:
         deadline = time.monotonic() + timeout_s
         while True:
-            with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", port)) == 0:
-                    break
+            if listening(port):
+                break
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise StackError(f"rclone serve s3 did not listen on port {port}")
             time.sleep(0.1)

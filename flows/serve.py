@@ -50,6 +50,7 @@ from flows.service import (
     Wait,
     healthy,
     http_ok,
+    listening,
     port_free,
     rclone,
     read_pid,
@@ -104,11 +105,6 @@ def _check_port(port: int, what: str, make_var: str) -> None:
     if not port_free(port):
         raise ServeError(f"port {port} ({what}) is already taken by a program `make serve` did not start; stop it "
                          f"or pick another port: make serve {make_var}={port + 1}")
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as probe:
-        return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
 def _s3_client(env: Mapping[str, str]) -> Any:
@@ -203,7 +199,7 @@ class _Start:
             port = int(endpoint.rsplit(":", 1)[1])
             pid, _ = self.launch(S3, [rclone(), "serve", "s3", "--auth-key", f"{key},{secret}", "--addr",
                                       f"127.0.0.1:{port}", str(self.d / "s3")], self.base, port, "S3_PORT")
-            wait_all(self.d, [Wait(S3, pid, f"listening on port {port}", lambda: _listening(port))], self.timeout_s)
+            wait_all(self.d, [Wait(S3, pid, f"listening on port {port}", lambda: listening(port))], self.timeout_s)
         self.env.update(AWS_ACCESS_KEY_ID=key, AWS_SECRET_ACCESS_KEY=secret, AWS_ENDPOINT_URL=endpoint,
                         MLFLOW_S3_ENDPOINT_URL=endpoint,
                         AWS_DEFAULT_REGION=os.environ.get("AWS_DEFAULT_REGION", REGION))
@@ -349,14 +345,20 @@ def _read(path: Path) -> str | None:
     return path.read_text().strip() if path.exists() else None
 
 
+def read_env_file(path: Path) -> dict[str, str]:
+    """The variables of a serve.env as ``write_env_file`` wrote them; empty when the file is gone."""
+    return dict(line.split("=", 1) for line in (_read(path) or "").splitlines()
+                if "=" in line and not line.startswith("#"))
+
+
 def service_health(d: Path | None = None) -> list[dict[str, Any]]:
     """One record per service: name, pid (None when not running), healthy, and where it answers."""
     from flows.agents_stack import live_agents
 
     d = d or serve_dir()
     api_url, mlflow_url = _read(d / "server.url"), _read(d / "mlflow.url")
-    env = dict(line.split("=", 1) for line in (_read(Path(_read(d / "env_file") or "/nonexistent")) or "").splitlines()
-               if "=" in line and not line.startswith("#"))
+    env_file = _read(d / "env_file")
+    env = read_env_file(Path(env_file)) if env_file else {}
     records = []
     for service in reversed(STOP_ORDER):
         pid = read_pid(service, d)

@@ -169,6 +169,12 @@ def port_free(port: int, host: str = "127.0.0.1") -> bool:
     return True
 
 
+def listening(port: int, host: str = "127.0.0.1") -> bool:
+    """True when something accepts connections on ``host:port``."""
+    with socket.socket() as probe:
+        return probe.connect_ex((host, port)) == 0
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -26,9 +26,10 @@ from typing import Any
 
 import pytest
 
+from flows.serve import read_env_file
 from flows.service import free_port
 from hpcrl_core import tracking
-from tests.flows.test_deployment import base_env, kill_leftovers, read_env_file, serve
+from tests.flows.test_deployment import base_env, kill_leftovers, serve
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]  # ~70 s: the stack, a browser, page loads
 

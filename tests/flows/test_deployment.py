@@ -34,6 +34,7 @@ import pytest
 import yaml
 
 from flows.agents_stack import S3_KEY, local_s3
+from flows.serve import read_env_file
 from flows.service import free_port
 from hpcrl_core.runtime_env import ROOT
 
@@ -128,10 +129,6 @@ def wait_for_final_state(api_url: str, flow_run_id: str, timeout_s: float) -> st
             return state
         time.sleep(1)
     return f"{state} after {timeout_s:.0f} s"
-
-
-def read_env_file(path: Path) -> dict[str, str]:
-    return dict(line.split("=", 1) for line in path.read_text().splitlines() if line and not line.startswith("#"))
 
 
 def base_env(home: Path) -> dict[str, str]:

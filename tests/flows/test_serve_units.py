@@ -83,6 +83,8 @@ def test_serve_env_is_private_and_stop_removes_only_ours(tmp_path: Path) -> None
     assert env_file.stat().st_mode & 0o777 == 0o600
     text = env_file.read_text()
     assert text.startswith(serve.ENV_HEADER) and "AWS_SECRET_ACCESS_KEY=s\n" in text
+    assert serve.read_env_file(env_file) == {"AWS_SECRET_ACCESS_KEY": "s", "PREFECT_API_URL": "http://x/api"}
+    assert serve.read_env_file(tmp_path / "gone.env") == {}
     assert [s.name for s in serve.STOP_ORDER] == ["agent", "cpu-worker", "gpu-worker", "server", "mlflow", "s3"]
 
 
