@@ -2,9 +2,11 @@
 run log line by line.
 
 The stage's command runs a Prefect flow of its own, whose console lines would repeat what this task's logger
-prints already (``07:21:29.123 | INFO | Task run ...`` inside ``07:21:29.500 | INFO | Task run ... -``). So the
-command gets a log format without time and level (``STAGE_LOG_ENV``): its level travels as a ``LEVEL|`` prefix that
-``log_line`` strips, logging the line at that level. Lines of DVC, progress bars and prints pass as they are.
+prints already (``07:21:29.123 | INFO | Task run 'prepare_race-536' - ...`` inside ``07:21:29.500 | INFO | Task
+run 'run_dvc_stage-prepare' - ``). So the command gets a log format without time and level and with its run's name
+in brackets (``STAGE_LOG_ENV``): ``Task run 'run_dvc_stage-prepare' - [prepare_race-536] ...``. Its level travels
+as a ``LEVEL|`` prefix that ``log_line`` strips, logging the line at that level. Lines of DVC, progress bars and
+prints pass as they are.
 
 No Prefect caching: DVC owns skip-if-unchanged. Only ``DvcStageLockedError`` (another DVC process holds the
 repository lock: transient) is retried; a stage that fails on its own fails the same way again, so retrying it would
@@ -29,9 +31,9 @@ from tasks.retries import retry_on
 
 # Prefect's logging.yml keys, overridden through the environment (PREFECT_LOGGING_<PATH>)
 STAGE_LOG_ENV = {
-    "PREFECT_LOGGING_FORMATTERS_STANDARD_FORMAT": "%(levelname)s|%(name)s - %(message)s",
-    "PREFECT_LOGGING_FORMATTERS_STANDARD_FLOW_RUN_FMT": "%(levelname)s|Flow run %(flow_run_name)r - %(message)s",
-    "PREFECT_LOGGING_FORMATTERS_STANDARD_TASK_RUN_FMT": "%(levelname)s|Task run %(task_run_name)r - %(message)s",
+    "PREFECT_LOGGING_FORMATTERS_STANDARD_FORMAT": "%(levelname)s|[%(name)s] %(message)s",
+    "PREFECT_LOGGING_FORMATTERS_STANDARD_FLOW_RUN_FMT": "%(levelname)s|[%(flow_run_name)s] %(message)s",
+    "PREFECT_LOGGING_FORMATTERS_STANDARD_TASK_RUN_FMT": "%(levelname)s|[%(task_run_name)s] %(message)s",
 }
 _LEVEL = re.compile(r"^(DEBUG|INFO|WARNING|ERROR|CRITICAL)\|")
 

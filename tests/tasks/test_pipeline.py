@@ -1,5 +1,5 @@
-"""The stage's own Prefect log lines reach the pipeline's log once: no second time and level inside the message,
-the stage's level kept.
+"""The stage's own Prefect log lines reach the pipeline's log once: no second time, level or "Task run" prefix inside
+the message (the stage's run name in brackets instead), the stage's level kept.
 
 Run: pytest tests/tasks/test_pipeline.py
 """
@@ -59,9 +59,10 @@ def test_a_stage_flow_logs_without_time_or_level_and_keeps_its_levels(tmp_path: 
     records = handler.records
     assert (logging.INFO, "a plain print") in records
     step = [(level, msg) for level, msg in records if msg.endswith("step one")]
-    assert step and step[0][0] == logging.INFO and re.fullmatch(r"Task run 'work-\w+' - step one", step[0][1])
+    assert step and step[0][0] == logging.INFO and re.fullmatch(r"\[work-\w+\] step one", step[0][1])
     assert [level for level, msg in records if msg.endswith("disk nearly full")] == [logging.WARNING]
-    assert not [msg for _, msg in records if TIMESTAMP.search(msg) or "| INFO" in msg], records
+    assert not [msg for _, msg in records if TIMESTAMP.search(msg) or "| INFO" in msg or "Task run" in msg
+                or "Flow run" in msg], records
 
 
 def test_lines_without_a_level_are_info_and_pass_unchanged() -> None:
