@@ -44,7 +44,7 @@ from hpcrl_core.bench.screen import ensure_stub_headers, screen_source
 from hpcrl_core.bench.slots import core_locks
 from hpcrl_core.bench.speed import HostSpeed
 from hpcrl_core.bench.syscalls import syscall_name
-from hpcrl_core.config import BenchParams, Settings
+from hpcrl_core.config import BenchParams, Settings, TimingParams
 from hpcrl_core.errors import BenchInfraError
 
 ENGINE_VERSION = "3"  # bump when engine.py changes results for the same code (harness/screens are hashed)
@@ -83,6 +83,20 @@ def quantile(xs: Sequence[float], q: float) -> float:
     lo = int(pos)
     hi = min(lo + 1, len(ys) - 1)
     return ys[lo] + (ys[hi] - ys[lo]) * (pos - lo)
+
+
+def full_speed_time(times: Sequence[float], clean: Sequence[bool], timing: TimingParams) -> tuple[float, bool]:
+    """The call time a run's figure comes from, and whether the host disturbed the run.
+
+    The figure is the ``timing.quantile`` of the calls made at full host speed (``clean``) when there are
+    ``min_reps`` of them, else of all calls. The run is disturbed when there are fewer, or when they are fewer than
+    ``timing.min_clean_share`` of its calls: the host's slow phases outlast a call, and a few calls judged clean
+    inside one came out up to 20% slow (docs/bench.md, "Timing").
+    """
+    kept = [t for t, ok in zip(times, clean, strict=True) if ok]
+    enough = len(kept) >= min(timing.min_reps, len(times))
+    busy = not enough or len(kept) < timing.min_clean_share * len(times)
+    return quantile(kept if enough else times, timing.quantile), busy
 
 
 def _badness(r: BenchResult, max_load: float) -> tuple[int, float, float]:
@@ -291,10 +305,8 @@ class Engine:
         times = [max(t - hs, 0.5 * t) for t in raw]
         timing = self.params.timing
         speed = self.speed(n).judge([float(x) for x in report.get("probes", [])], timing.probe_tolerance)
-        clean = [t for t, ok in zip(times, speed.clean, strict=True) if ok]
-        # the quantile of the calls made with the host at full speed, when there are enough of them
-        host_busy = len(clean) < min(timing.min_reps, len(times))
-        fast, median = quantile(times if host_busy else clean, timing.quantile), statistics.median(times)
+        fast, host_busy = full_speed_time(times, speed.clean, timing)
+        median = statistics.median(times)
         gflops = 2.0 * n**3 / fast / 1e9
         peak = self.node.peak_gflops(len(cores))
         if sum(raw) > out.wall_s * len(cores) + 0.01 or (peak and gflops > _PLAUSIBLE_PEAK_FACTOR * peak):
@@ -309,5 +321,5 @@ class Engine:
                            extra={"max_err": report.get("max_err"), "checked_sizes": report.get("sizes"),
                                   "gflops_median": 2.0 * n**3 / median / 1e9, "quantile": timing.quantile,
                                   "handshake_s": hs, "kernel_cpu_s": report.get("cpu_s"),
-                                  "host_slowdown": round(speed.slowdown, 3), "clean_calls": len(clean)},
+                                  "host_slowdown": round(speed.slowdown, 3), "clean_calls": sum(speed.clean)},
                            **base, **extra)

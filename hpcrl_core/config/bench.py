@@ -28,6 +28,8 @@ class TimingParams(Section):
     # a call counts as made at full host speed when its probe is within this of the node's best: a quiet run's
     # median probe sits ~7% above the best here, the host's slow phases 20-80%
     probe_tolerance: float = Field(0.10, gt=0, le=1)
+    # a run whose full-speed calls are fewer than this share of its calls is disturbed (its figure is still theirs)
+    min_clean_share: float = Field(0.25, ge=0, le=1)
     max_foreign_load: float = Field(0.10, ge=0, le=1)
     disturbed_retries: int = Field(2, ge=0, le=10)
 
