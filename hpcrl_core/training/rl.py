@@ -24,6 +24,7 @@ Test: ``pytest tests/training/test_rl.py``.
 
 from __future__ import annotations
 
+import statistics
 import sys
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -101,23 +102,38 @@ def grpo_config(rp: RLDgemmParams, output_dir: Path, report_to: list[str]) -> GR
 @dataclass
 class Rollouts:
     """The reward functions' observer: feeds each group's rewards to the curriculum and verified kernels that
-    respect their problem to the archive. ``step`` is set by the trainer before each generation."""
+    respect their problem to the archive, and measures how varied each group's completions are (``stats``).
+    ``step`` is set by the trainer before each generation."""
 
     curriculum: SQDCurriculum
     archive: QDArchive
     step: int = 0
     promotions: list[tuple[int, str, int]] = field(default_factory=list)  # (step, problem id, new stage)
+    distinct: list[tuple[int, int]] = field(default_factory=list)  # the last batch: (distinct texts, size) per group
+
+    def stats(self) -> dict[str, float]:
+        """Exploration of the last batch: ``rollouts/distinct_per_group`` (mean count of distinct completion texts
+        in a group; 1 means the policy wrote the same kernel G times) and ``rollouts/distinct_share`` (that count
+        over the group size, averaged). TRL logs the entropy (``entropy``) and the share of groups whose rewards are
+        all equal, i.e. zero advantage (``frac_reward_zero_std``), beside them."""
+        if not self.distinct:
+            return {}
+        return {"rollouts/distinct_per_group": statistics.fmean(d for d, _ in self.distinct),
+                "rollouts/distinct_share": statistics.fmean(d / size for d, size in self.distinct)}
 
     def __call__(self, completions: Sequence[str], results: Sequence[BenchResult], rewards: Sequence[float],
                  columns: dict[str, Sequence[Any]]) -> None:
         groups: dict[tuple[str, int], list[float]] = defaultdict(list)
+        texts: dict[tuple[str, int], list[str]] = defaultdict(list)
         stages = columns.get("stage")
         for i, (code, res, reward) in enumerate(zip(completions, results, rewards, strict=True)):
             pid = str(columns["problem_id"][i])
             stage = self.curriculum.stage(pid) if stages is None else int(stages[i])
             groups[(pid, stage)].append(float(reward))
+            texts[(pid, stage)].append(code.strip())
             if res.ok and res.gflops and not violates(res, frozenset(map(str, columns["permitted"][i]))):
                 self.archive.add(pid, frozenset(map(str, res.techniques)), float(res.gflops), code, self.step, stage)
+        self.distinct = [(len(set(group)), len(group)) for group in texts.values()]
         for (pid, stage), values in groups.items():
             if self.curriculum.record(pid, values, stage):
                 self.promotions.append((self.step, pid, self.curriculum.stage(pid)))
@@ -142,7 +158,7 @@ class SQDGRPOTrainer(GRPOTrainer):
         stages = {pid: cur.visit_stage(pid) for pid in dict.fromkeys(x["problem_id"] for x in inputs)}
         staged = [{**x, **_rendered(cur, x["problem_id"], stages[x["problem_id"]])} for x in inputs]
         out = super()._generate_and_score_completions(staged)
-        for name, value in {**cur.stats(), **self.rollouts.archive.stats()}.items():
+        for name, value in {**cur.stats(), **self.rollouts.archive.stats(), **self.rollouts.stats()}.items():
             self._log_metric(name, float(value))
         return out
 

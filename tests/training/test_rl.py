@@ -150,6 +150,23 @@ def test_rollouts_record_each_group_at_the_stage_it_was_shown() -> None:
     assert rollouts.promotions == [(7, pid, 3)]
 
 
+def test_rollouts_count_distinct_completions_per_group() -> None:
+    problems = make_problems("train", 0, 2)
+    cur = SQDCurriculum(problems, SQDParams(), seed=0)
+    rollouts = Rollouts(cur, QDArchive(cur.problem_ids))
+    assert rollouts.stats() == {}
+    bad = BenchResult(Status.COMPILE_ERROR, n=32)
+    a, b = problems[0].id, problems[1].id
+    # group a: the same kernel four times (whitespace aside); group b: three different kernels in four
+    rollouts(["k1", "k1 ", "k1", "\nk1"] + ["x", "y", "z", "x"], [bad] * 8, [0.0] * 8,
+             {"problem_id": [a] * 4 + [b] * 4, "stage": [0] * 8, "permitted": [[]] * 8})
+    stats = rollouts.stats()
+    assert stats["rollouts/distinct_per_group"] == 2.0  # (1 + 3) / 2
+    assert stats["rollouts/distinct_share"] == (1 / 4 + 3 / 4) / 2
+    rollouts(["p", "q"], [bad] * 2, [0.0] * 2, {"problem_id": [a, a], "stage": [0, 0], "permitted": [[], []]})
+    assert rollouts.stats() == {"rollouts/distinct_per_group": 2.0, "rollouts/distinct_share": 1.0}  # last batch
+
+
 def test_dataset_rows_carry_the_current_stage() -> None:
     problems = make_problems("train", 0, 3)
     cur = SQDCurriculum(problems, SQDParams(start_stage=None, max_stage=None), seed=0)
