@@ -187,22 +187,28 @@ def grouped_metrics(results: Sequence[Sequence[BenchResult]], permitted: Sequenc
     return dgemm_metrics(flat, allowed)
 
 
-def _per_problem(results: Sequence[Sequence[BenchResult]], stat: Callable[[list[float]], float]) -> list[float]:
+def _per_problem(results: Sequence[Sequence[BenchResult]], stat: Callable[[list[float]], float],
+                 permitted: Sequence[Sequence[str]] | None) -> list[float]:
     out = []
-    for group in results:
-        gflops = [float(r.gflops) for r in group if r.ok and r.gflops is not None]
+    for i, group in enumerate(results):
+        gflops = [float(r.gflops) for r in group if r.ok and r.gflops is not None
+                  and (permitted is None or r.respects(permitted[i]))]
         out.append(stat(gflops) if gflops else 0.0)
     return out
 
 
-def problem_medians(results: Sequence[Sequence[BenchResult]]) -> list[float]:
-    """Per problem, the median GFLOPS of its verified kernels (0.0 when none verified)."""
-    return _per_problem(results, statistics.median)
+def problem_medians(results: Sequence[Sequence[BenchResult]],
+                    permitted: Sequence[Sequence[str]] | None = None) -> list[float]:
+    """Per problem, the median GFLOPS of its verified kernels (0.0 when none verified); with ``permitted`` (per
+    problem), of those among them that respect it."""
+    return _per_problem(results, statistics.median, permitted)
 
 
-def problem_bests(results: Sequence[Sequence[BenchResult]]) -> list[float]:
-    """Per problem, the highest GFLOPS of its verified kernels (0.0 when none verified)."""
-    return _per_problem(results, max)
+def problem_bests(results: Sequence[Sequence[BenchResult]],
+                  permitted: Sequence[Sequence[str]] | None = None) -> list[float]:
+    """Per problem, the highest GFLOPS of its verified kernels (0.0 when none verified); with ``permitted`` (per
+    problem), of those among them that respect it."""
+    return _per_problem(results, max, permitted)
 
 
 def model_block(results: Sequence[Sequence[BenchResult]], permitted: Sequence[Sequence[str]],
@@ -229,6 +235,11 @@ def add_yardstick(report: dict[str, Any], problems: Sequence[Record],
     """Add the oracle yardstick (``oracle.py``) to each model's block of ``report``; returns the report's
     ``oracle`` block: corpus counts, problems with and without an oracle, and the per-problem ``table``.
 
+    A model's per-problem median and best count its verified kernels that respect the problem's permitted
+    techniques, as the oracle does: a kernel that uses a forbidden technique is not an answer to the problem, so
+    it cannot lift a model towards (or past) the best permitted kernel. ``gflops_median`` and WinRate keep
+    counting every verified kernel, and ``respect_rate`` says how many did not respect their problem.
+
     Every model block gains ``oracle_ratio``, ``oracle_ratio_rich``, ``oracle_problems``, ``oracle_problems_rich``
     and ``distinct_kernels``; every model but ``baseline`` (when present) ``headroom_closed``,
     ``headroom_problems`` and ``headroom_excluded``.
@@ -239,8 +250,8 @@ def add_yardstick(report: dict[str, Any], problems: Sequence[Record],
     """
     permitted = permitted_sets(problems)
     oracles = select_oracles(corpus or [], corpus_results, permitted)
-    medians = {name: problem_medians(res) for name, res in results.items()}
-    bests = {name: problem_bests(res) for name, res in results.items()}
+    medians = {name: problem_medians(res, permitted) for name, res in results.items()}
+    bests = {name: problem_bests(res, permitted) for name, res in results.items()}
     for name, res in results.items():
         report[name].update(oracle_metrics(medians[name], oracles, permitted))
         report[name]["distinct_kernels"] = distinct_kernels(res, samples[name])

@@ -8,9 +8,10 @@ Definitions (``docs/sqd.md``, "The held-out evaluation"):
   and whose techniques *detected now* are all permitted by the problem (``BenchResult.respects``, the rule rewards
   and evaluation use for models' kernels). A problem no corpus kernel fits has no oracle: it is counted and left
   out of every ratio, never given a number.
-- **oracle ratio** of a model on a problem: its median GFLOPS there (``dgemm.problem_medians``: median over its
-  *verified* kernels, 0.0 when none verified; failed samples are not counted as 0 inside the median) over the
-  oracle's GFLOPS. ``oracle_ratio`` is the median of that over the problems with an oracle; ``oracle_ratio_rich``
+- **oracle ratio** of a model on a problem: its median GFLOPS there (``dgemm.problem_medians`` with the problem's
+  permitted set: median over its *verified* kernels that *respect the problem*, like the oracle; 0.0 when there
+  are none; failed samples and kernels using a forbidden technique are not counted as 0 inside the median) over
+  the oracle's GFLOPS. ``oracle_ratio`` is the median of that over the problems with an oracle; ``oracle_ratio_rich``
   the same over those that permit at least ``RICH`` (4) of the 5 techniques.
 - **headroom closed** (a model against the baseline, SFT): per problem with an oracle faster than the baseline's
   median, (model median - baseline median) / (oracle - baseline median); mean over those problems. Not clipped:

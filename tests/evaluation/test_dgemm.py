@@ -70,7 +70,10 @@ def test_two_models_compared_on_the_held_out_problems(workspace: tuple[Path, Pat
     assert oracle["problems_with_oracle"] == 2 and oracle["corpus_verified"] == 2 and oracle["bench_n"] == 128
     assert [row["oracle_kernel"] for row in oracle["table"]] == ["naive", "naive"]  # i-k-j is not permitted
     assert all(row["oracle_gflops"] != 999.0 for row in oracle["table"])  # measured now, not read from the file
-    assert sft["oracle_ratio"] == pytest.approx(1.0, rel=0.2) and rl["oracle_ratio"] > sft["oracle_ratio"]
+    assert sft["oracle_ratio"] == pytest.approx(1.0, rel=0.2)
+    # rl's faster i-k-j kernels reorder the loops, which neither problem permits: WinRate and gflops_median count
+    # them, the yardstick does not (a kernel using a forbidden technique is no answer to the problem)
+    assert rl["oracle_ratio"] == 0.0 and rl["respect_rate"] == 0.0
     assert sft["distinct_kernels"] == rl["distinct_kernels"] == 1
     # the oracle (naive) is no faster than SFT's median (naive) on either problem: no headroom to close
     assert oracle["corpus_cached"] == 2 and sft["oracle_ratio"] == 1.0  # the same sources: cached results

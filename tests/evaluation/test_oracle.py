@@ -117,6 +117,24 @@ def test_read_corpus_missing_and_malformed(tmp_path: Path) -> None:
         read_corpus(tmp_path)
 
 
+def test_kernels_using_a_forbidden_technique_do_not_count_towards_the_oracle() -> None:
+    problems = [problem_record(p) for p in make_problems("eval", 0, 2)]
+    permitted = [list(p.metadata["permitted"]) for p in problems]
+    forbidden = next(t for t in ("openmp", "simd", "cache_blocking", "register_blocking", "loop_reorder")
+                     if t not in permitted[0])
+    corpus, corpus_results = _corpus("plain"), [_ok(10.0)]
+    # rl's fast kernels on the first problem use a technique it forbids; sft's plain kernels respect it
+    results = {"sft": [[_ok(2.0), _ok(2.0)], [_ok(5.0)]],
+               "rl": [[_ok(40.0, forbidden), _ok(40.0, forbidden), _ok(3.0)], [_ok(5.0)]]}
+    samples = {name: [[PLAIN] * len(g) for g in res] for name, res in results.items()}
+    report: dict[str, Any] = {name: model_block(res, permitted, 16.0, None) for name, res in results.items()}
+    block = add_yardstick(report, problems, results, samples, corpus, corpus_results)
+    first = block["table"][0]
+    assert (first["rl_median"], first["rl_best"], first["rl_ratio"]) == (3.0, 3.0, 0.3)  # not 40 / 10 = 4.0
+    assert report["rl"]["gflops_median"] == 22.5 and report["rl"]["respect_rate"] < 1  # over every verified kernel
+    assert report["rl"]["headroom_closed"] == pytest.approx(((3.0 - 2.0) / (10.0 - 2.0) + 0.0) / 2)
+
+
 def test_report_blocks_gain_the_yardstick_and_flatten_to_numbers(tmp_path: Path) -> None:
     problems = [problem_record(p) for p in make_problems("eval", 0, 3)]  # permitted: {openmp, simd}, {openmp}, ...
     permitted = [list(p.metadata["permitted"]) for p in problems]
