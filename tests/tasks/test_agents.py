@@ -40,6 +40,7 @@ CLIENT = textwrap.dedent("""
     from tasks.agents_backend import AgentsExecutor
     params = load_params(sys.argv[1])
     count, cores_per_slot = int(sys.argv[2]), int(sys.argv[3])
+    first = int(sys.argv[4]) if len(sys.argv) > 4 else 0
     kernel = ("void dgemm(int n, const double *A, const double *B, double *C) {{ for (int r = 0; r < 300; r++) "
               "for (int i = 0; i < n; i++) for (int j = 0; j < n; j++) {{ double s = 0.0 * {k}; "
               "for (int k = 0; k < n; k++) s += A[i*n+k] * B[k*n+j]; C[i*n+j] = s; }} }}")
@@ -55,9 +56,10 @@ CLIENT = textwrap.dedent("""
 """)
 
 
-# the same kernels, but every kernel's outcome is printed: its status, or the error its future raised
+# the same kernels (from the k given as a fourth argument: kernels no earlier test timed, so none is a cache hit that
+# comes back at once), but every kernel's outcome is printed: its status, or the error its future raised
 OUTCOMES = CLIENT.replace("""    results = ex.map([kernel.format(k=k) for k in range(count)])""", """
-    futures = [ex.submit(kernel.format(k=k)) for k in range(count)]
+    futures = [ex.submit(kernel.format(k=first + k)) for k in range(count)]
     outcomes = []
     for f in futures:
         try:
@@ -176,7 +178,7 @@ def test_a_result_store_that_fills_mid_batch_names_itself_for_every_kernel_it_lo
     store.mkdir(exist_ok=True)
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(store)], check=True)
     try:
-        stack.start_agent([sorted(os.sched_getaffinity(0))[0]])
+        ours = stack.start_agent([sorted(os.sched_getaffinity(0))[0]]).pid
         stack.wait_for_agents(1)
         # first, a client on another store: told which stores differ, not left waiting in silence (an agent
         # killed by an earlier test may still look live for a few seconds: the count is not pinned)
@@ -186,13 +188,24 @@ def test_a_result_store_that_fills_mid_batch_names_itself_for_every_kernel_it_lo
         assert other.returncode != 0 and "live agent(s) use another result store" in err, err[-2000:]
         assert f"({store}) than this process ({elsewhere})" in err
         count = 4  # bundles of 2: the first comes back, the second meets the full store
-        proc = subprocess.Popen([sys.executable, "-c", OUTCOMES, str(stack.params), str(count), "1"], cwd=ROOT,
+        proc = subprocess.Popen([sys.executable, "-c", OUTCOMES, str(stack.params), str(count), "1", "1000"], cwd=ROOT,
                                 env={**stack.env, "HPCRL_AGENTS_BUNDLE": "2"}, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
         before = completed_runs(stack.url)
-        # once a run is COMPLETED its results are stored: the client can still read them from a full store
-        wait_for(lambda: proc.poll() is not None or completed_runs(stack.url) > before, 120, "a bundle completed")
-        subprocess.run(["dd", "if=/dev/zero", f"of={store / 'filler'}", "bs=64k"], capture_output=True)  # ENOSPC
+        # the client sends the second bundle's request as soon as it sees the first complete: it is held (SIGSTOP)
+        # while the agent times the first, so the store fills before that request whoever polls faster
+        # (this agent's heartbeat: one an earlier test killed may still show what it held)
+        wait_for(lambda: proc.poll() is not None or [a for a in agents(stack.url)
+                                                     if a.get("pid") == ours and a["in_flight"]], 120,
+                 "the agent timing the first bundle")
+        os.kill(proc.pid, signal.SIGSTOP)
+        try:
+            # once a run is COMPLETED its results are stored: the client can still read them from a full store
+            wait_for(lambda: completed_runs(stack.url) > before, 120, "the first bundle completed")
+            subprocess.run(["dd", "if=/dev/zero", f"of={store / 'filler'}", "bs=64k"], capture_output=True)
+            assert os.statvfs(store).f_bavail == 0  # ENOSPC for the next write
+        finally:
+            os.kill(proc.pid, signal.SIGCONT)
         out, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err[-3000:]
         outcomes = json.loads(out.strip().splitlines()[-1])["outcomes"]
