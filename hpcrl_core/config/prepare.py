@@ -43,6 +43,9 @@ class RacePrepParams(Section):
     # start has not memorised; 6 gives 168 RL prompts per language
     rl_pairs: int = Field(6, ge=0, le=10_000)
     tsan: bool = True  # run C items under ThreadSanitizer and report agreement in the card
+    # narrow: the house surface (small name pools, one report format, the kernel alone); wide: more names, varied
+    # report formats and race-free extra loops under both labels (hpcrl_core/data/race/generator.py)
+    surface: Literal["narrow", "wide"] = "narrow"
 
 
 class QAPrepParams(Section):

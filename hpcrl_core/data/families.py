@@ -41,7 +41,8 @@ def prepare_race(language: str, p: PrepareParams, progress: Progress | None = No
     quarantine = Quarantine(p.max_quarantine_share)
     for kind, path in sources_of(p, family):
         if kind == "synthetic":
-            records += generate_race_items(language, p.race.per_pattern, p.seed, p.race.eval_pairs, p.race.rl_pairs)
+            records += generate_race_items(language, p.race.per_pattern, p.seed, p.race.eval_pairs, p.race.rl_pairs,
+                                          p.race.surface)
             continue
         held: list[Quarantined] = []  # records of this source that cannot be read or labelled
         if kind == "dataracebench":

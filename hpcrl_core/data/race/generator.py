@@ -42,6 +42,7 @@ from hpcrl_core.errors import DataError
 SYSTEM = "You are an expert in parallel programming with OpenMP in C, C++ and Fortran."
 QUESTION = "Does the following OpenMP program contain a data race? Answer yes or no, then explain briefly."
 SOURCE = "synthetic:race@3"  # @3: 14 patterns (@2: 8; @1 drew every item from its own seed)
+SURFACES = ("narrow", "wide")  # prepare.race.surface; "wide" items are tagged SOURCE + "+wide"
 FAMILIES = {"c": "race_c", "fortran": "race_fortran"}
 FENCES = {"c": "c", "fortran": "fortran"}
 PATTERNS = ("missing_private", "missing_reduction", "loop_carried", "missing_barrier", "missing_taskwait",
@@ -59,7 +60,7 @@ def race_metadata(language: str, pattern: str | None, label: str, source_name: s
 
 
 def generate_race_items(language: str, per_pattern: int, seed: int, held_out_pairs: int = 0,
-                        rl_pairs: int = 0) -> list[Record]:
+                        rl_pairs: int = 0, surface: str = "narrow") -> list[Record]:
     """``per_pattern`` racy ("yes") and ``per_pattern`` race-free ("no") programs for each of ``PATTERNS``.
 
     Then, after all of them (which stay exactly as without it), ``held_out_pairs`` more pairs per pattern (pair numbers
@@ -73,12 +74,19 @@ def generate_race_items(language: str, per_pattern: int, seed: int, held_out_pai
         seed: every program is a pure function of (seed, language, pattern, item number).
         held_out_pairs: pairs per pattern made for eval only, as ``prepare.race.eval_pairs``.
         rl_pairs: pairs per pattern made for RL only, as ``prepare.race.rl_pairs``.
+        surface: as ``prepare.race.surface``. "narrow": names from small pools, one printf format, the kernel alone.
+            "wide": more names per role, varied report formats, and up to two race-free extra loops (an independent
+            parallel loop, a reduction with its clause, a private temporary, a serial recurrence) before or after
+            the kernel under both labels. Labels are unchanged by construction; "narrow" items are exactly those of
+            the generator before "wide" existed.
 
     Raises:
-        DataError: unknown language, ``per_pattern`` below 1, ``held_out_pairs`` or ``rl_pairs`` below 0.
+        DataError: unknown language or surface, ``per_pattern`` below 1, ``held_out_pairs`` or ``rl_pairs`` below 0.
     """
     if language not in FAMILIES:
         raise DataError(f"race generator: language {language!r} is not supported; allowed: {', '.join(FAMILIES)}")
+    if surface not in SURFACES:
+        raise DataError(f"race generator: surface {surface!r} is not supported; allowed: {', '.join(SURFACES)}")
     if per_pattern < 1:
         raise DataError(f"race generator: per_pattern={per_pattern}; it must be >= 1 (items per pattern and label)")
     if held_out_pairs < 0:
@@ -95,9 +103,9 @@ def generate_race_items(language: str, per_pattern: int, seed: int, held_out_pai
         for pattern in PATTERNS:
             for j in range(2 * first, 2 * (first + count)):
                 label, pair = "no" if j % 2 else "yes", j // 2
-                code, reason = _program(language, pattern, label == "yes", seed, pair, seen)
-                provenance = {"source": SOURCE, "seed": seed, "index": len(out),
-                              "pair": f"{language}:{pattern}:{pair}"}
+                code, reason = _program(language, pattern, label == "yes", seed, pair, seen, surface == "wide")
+                provenance = {"source": SOURCE + ("+wide" if surface == "wide" else ""), "seed": seed,
+                              "index": len(out), "pair": f"{language}:{pattern}:{pair}"}
                 out.append(Record(family=FAMILIES[language], answer=label,
                                   prompt=messages(SYSTEM, race_question(code, FENCES[language])),
                                   completion=assistant(f"{label}: {reason}."),
@@ -106,12 +114,13 @@ def generate_race_items(language: str, per_pattern: int, seed: int, held_out_pai
     return out
 
 
-def _program(language: str, pattern: str, race: bool, seed: int, pair: int, seen: set[str]) -> tuple[str, str]:
+def _program(language: str, pattern: str, race: bool, seed: int, pair: int, seen: set[str],
+             wide: bool = False) -> tuple[str, str]:
     """A program of pair ``pair`` not yet in ``seen`` (redrawn deterministically on the rare collision), and its
     reason. Both halves of a pair start from the same random stream."""
     for attempt in range(100):
         key = f"{seed}:{language}:{pattern}:{pair}:{attempt}".encode()
-        prog = Program(random.Random(int.from_bytes(hashlib.sha256(key).digest()[:8], "big")), language)
+        prog = Program(random.Random(int.from_bytes(hashlib.sha256(key).digest()[:8], "big")), language, wide)
         kernel, reason = KERNELS[pattern](prog, race)
         code = prog.render(kernel)
         if code not in seen:

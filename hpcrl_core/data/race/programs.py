@@ -42,6 +42,32 @@ _POOLS: dict[str, tuple[str, ...]] = {
     "helper": ("update", "step", "apply", "transform", "evaluate", "combine", "advance", "compute_one", "next_value"),
     "state": ("calls", "hold", "last", "prev", "memo", "saved", "state"),
 }
+# More names per role for the "wide" surface (``prepare.race.surface``): the words real programs use. Disjoint from
+# every pool above and from each other, with the same exclusions.
+_WIDE: dict[str, tuple[str, ...]] = {
+    "arr": ("rate", "growth", "mass", "vel", "flux", "energy", "density", "price", "weight", "pressure", "temp_in",
+            "sig", "cell", "pt_val", "score", "amp", "yold", "ynew", "xs", "ys", "data", "input",
+            "output", "table", "series", "samples", "values", "col_a", "row_b"),
+    "loop": ("idx2", "row", "ir", "cnt_i", "n1", "l"),
+    "tmp": ("val", "diff", "ratio", "term", "local", "partial", "mid", "delta"),
+    "acc": ("sum1", "energy_tot", "sqsum", "sumsq", "mass_tot", "checks"),
+    "peak": ("maxval_", "largest", "upper", "record"),
+    "cnt": ("nfound", "npos", "ncalls", "k_count"),
+    "hist": ("histo", "counts", "occ"),
+    "idx": ("map", "order", "owner", "perm2"),
+    "task": ("fa", "fb", "xa", "xb", "res1", "res2", "half1", "half2"),
+    "bar": ("init", "coeff", "alpha", "beta", "gamma_"),
+    "size_c": ("count_n", "nitems", "total_n", "nvals"),
+    "size_f": ("np", "ncell", "nlen", "msize"),
+    "fn": ("compute_init", "setup_value", "seed_value"),
+    "prog": ("test", "main_loop", "solver", "app", "bench"),
+    "chk": ("total_chk", "verify_sum", "summary"),
+    "mat": ("amat", "bmat", "cmat", "mat_a", "mat_b", "u2", "phi"),
+    "col": ("c2", "jcol", "kk3"),
+    "lock": ("lk", "the_lock", "mylock"),
+    "helper": ("work_on", "process", "handle", "do_step", "relax"),
+    "state": ("counter", "history", "cache_v", "stash"),
+}
 _INIT_NOTES = ("initialise the inputs", "fill the input arrays", "set up the data")
 _WORK_NOTES = ("main computation", "compute", "work loop", "the kernel")
 
@@ -54,8 +80,8 @@ def indent(lines: list[str]) -> list[str]:
 class Program:
     """One program under construction: its names, declarations and style. Kernels add to it; ``render`` prints it."""
 
-    def __init__(self, rng: random.Random, language: str) -> None:
-        self.rng, self.c = rng, language == "c"
+    def __init__(self, rng: random.Random, language: str, wide: bool = False) -> None:
+        self.rng, self.c, self.wide = rng, language == "c", wide
         self.used: set[str] = set()
         self.ty = rng.choice(("int", "long", "float", "double") if self.c else
                              ("integer", "real", "double precision", "real(8)"))
@@ -83,7 +109,8 @@ class Program:
         return self.n.upper() if self.c and not self.heap else self.n
 
     def name(self, role: str) -> str:
-        name = self.rng.choice([x for x in _POOLS[role] if x not in self.used])
+        pool = _POOLS[role] + _WIDE[role] if self.wide else _POOLS[role]
+        name = self.rng.choice([x for x in pool if x not in self.used])
         self.used.add(name)
         return name
 
@@ -165,8 +192,38 @@ class Program:
         return [self.omp(f"parallel do{clauses}"), *loop, *([self.omp("end parallel do")] * self.rng.randint(0, 1))]
 
     def render(self, kernel: list[str]) -> str:
+        if self.wide:
+            kernel = self._with_distractors(kernel)
         lines = self._render_c(kernel) if self.c else self._render_f(kernel)
         return _layout_c(lines, self.rng) if self.c else _layout_f(lines, self.rng)
+
+    def _with_distractors(self, kernel: list[str]) -> list[str]:
+        """The "wide" surface: up to two race-free extra loops before or after the kernel, the same under both
+        labels, so that neither a clause, a second parallel loop nor a serial recurrence tells the label."""
+        r = self.rng
+        out = list(kernel)
+        for _ in range(r.choice((0, 1, 1, 2))):
+            extra = self._distractor(r.choice(("parallel", "reduction", "private", "serial")))
+            out = [*extra, "", *out] if r.random() < 0.5 else [*out, "", *extra]
+        return out
+
+    def _distractor(self, kind: str) -> list[str]:
+        """One race-free loop over a fresh array: an independent parallel loop, a reduction with its clause, a
+        private temporary, or a serial loop-carried recurrence (one thread, so no race)."""
+        i, d = self.i, self.arr()
+        self.summed.append(d)
+        di = self.ref(d, i)
+        if kind == "serial":
+            prev = self.ref(d, self.off("-", 1))
+            return self.loop([self.st(f"{di} = {di} + {prev}")], lo="1" if self.c else "2")
+        if kind == "reduction":
+            acc = self.scalar("acc")
+            self.shown.append(acc)
+            return self.par_for(f" reduction(+:{acc})", self.loop([self.st(f"{acc} = {acc} + {di}")]))
+        if kind == "private":
+            t = self.scalar("tmp")
+            return self.par_for(f" private({t})", self.loop([self.st(f"{t} = {di} * 3"), self.st(f"{di} = {t} + 1")]))
+        return self.par_for("", self.loop([self.st(f"{di} = {di} * {self.rng.randint(2, 5)} + {i}")]))
 
     def _fill(self, fn: str | None, k: int) -> str:
         i, m, c = self.i, self.rng.choice((5, 7, 9, 11, 13)), self.rng.randint(1, 4)
@@ -216,9 +273,16 @@ class Program:
             exprs += [self.ref(a, self.rng.choice((self.first(), self.last()))) for a in self.summed]
         exprs += [self.ref2(m, self.last(), self.last()) for m in self.mats]
         if self.c:
-            fmt = " ".join(["%g"] * len(exprs))
+            spec, sep, named = "%g", " ", False
+            if self.wide:
+                spec = self.rng.choice(("%g", "%f", "%.3f", "%e", "%.6g", "%lf"))
+                sep, named = self.rng.choice((" ", ", ", "\\t")), self.rng.random() < 0.5
+            fmt = sep.join(f"{_label(e)}={spec}" if named else spec for e in exprs)
             return [*lines, f'printf("{fmt}\\n", {", ".join(f"(double){e}" for e in exprs)});']
-        return [*lines, self.rng.choice(("print *, ", "write(*, *) ")) + ", ".join(exprs)]
+        head = self.rng.choice(("print *, ", "write(*, *) "))
+        if self.wide and self.rng.random() < 0.5:
+            return [*lines, head + ", ".join(f"'{_label(e)} =', {e}" for e in exprs)]
+        return [*lines, head + ", ".join(exprs)]
 
     def _c_arrays(self) -> list[str]:
         n, ty = self.size, self.ty
@@ -309,6 +373,12 @@ class Program:
         if contained:
             out += ["contains", *indent(contained)]
         return [*out, r.choice((f"end program {prog}", "end program", "end"))]
+
+
+def _label(expr: str) -> str:
+    """A printable name for a reported expression: ``a[n - 1]`` -> ``a_last``, ``total`` -> ``total``."""
+    name = re.split(r"[\[(]", expr, maxsplit=1)[0]
+    return name if name == expr else f"{name}_" + ("first" if re.search(r"[\[(](0|1)[\])]", expr) else "last")
 
 
 def _layout_c(lines: list[str], rng: random.Random) -> str:

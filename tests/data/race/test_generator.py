@@ -137,10 +137,11 @@ def test_held_out_pairs_extend_eval_and_leave_the_trained_items_as_they_were() -
         assert out.card["hygiene"]["eval_held_out"] == 2 * 3 * len(PATTERNS)
 
 
-def test_no_identifier_gives_the_label_away() -> None:
+@pytest.mark.parametrize("surface", ["narrow", "wide"])
+def test_no_identifier_gives_the_label_away(surface: str) -> None:
     for language in LANGUAGES:
         for seed in range(3):
-            for r in generate_race_items(language, 4, seed):
+            for r in generate_race_items(language, 4, seed, surface=surface):
                 words = set(re.findall(r"[a-z_]\w*", code_of(r).lower())) - KEYWORDS
                 leaks = {w for w in words if any(bad in w for bad in LABEL_WORDS)}
                 assert not leaks, (leaks, code_of(r))
@@ -420,17 +421,34 @@ def _check_all(records: list[Record], tmp_path: Path, cmd: list[str], suffix: st
 
 
 @pytest.mark.integration
-def test_c_programs_compile_warning_free_and_run_in_bounds(tmp_path: Path) -> None:
+@pytest.mark.parametrize("surface", ["narrow", "wide"])
+def test_c_programs_compile_warning_free_and_run_in_bounds(tmp_path: Path, surface: str) -> None:
     if shutil.which("gcc") is None:
         pytest.skip("gcc is not installed")
-    recs = [r for seed in (0, 1) for r in generate_race_items("c", 2, seed)]
+    recs = [r for seed in (0, 1) for r in generate_race_items("c", 2, seed, surface=surface)]
     # -Wall -Werror: no unused or uninitialised variable; ASan/UBSan: every index stays in bounds.
     _check_all(recs, tmp_path, ["gcc", "-fopenmp", "-Wall", "-Werror", "-g", "-fsanitize=address,undefined"], ".c")
 
 
 @pytest.mark.integration
-def test_fortran_programs_compile_warning_free_and_run_in_bounds(tmp_path: Path) -> None:
+@pytest.mark.parametrize("surface", ["narrow", "wide"])
+def test_fortran_programs_compile_warning_free_and_run_in_bounds(tmp_path: Path, surface: str) -> None:
     if shutil.which("gfortran") is None:
         pytest.skip("gfortran is not installed (Debian package gfortran)")
-    recs = [r for seed in (0, 1) for r in generate_race_items("fortran", 2, seed)]
+    recs = [r for seed in (0, 1) for r in generate_race_items("fortran", 2, seed, surface=surface)]
     _check_all(recs, tmp_path, ["gfortran", "-fopenmp", "-Wall", "-Werror", "-g", "-fcheck=bounds"], ".f90")
+
+
+def test_wide_names_are_new_and_distinct_ignoring_case() -> None:
+    """Fortran ignores case, so two names that differ only in case would declare one variable twice."""
+    from hpcrl_core.data.race.programs import _POOLS, _WIDE
+
+    narrow = {x.lower() for pool in _POOLS.values() for x in pool}
+    wide = [x.lower() for pool in _WIDE.values() for x in pool]
+    assert set(_WIDE) == set(_POOLS)
+    assert len(wide) == len(set(wide)) and not set(wide) & narrow
+
+
+def test_unknown_surface_is_refused() -> None:
+    with pytest.raises(DataError, match="surface 'fancy'"):
+        generate_race_items("c", 1, 0, surface="fancy")

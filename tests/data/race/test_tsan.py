@@ -78,6 +78,22 @@ def test_fortran_records_pass_through_without_a_compiler(monkeypatch: pytest.Mon
 
 
 @pytest.mark.integration
+def test_the_wide_surface_adds_no_race() -> None:
+    """The extra loops of the wide surface go under both labels: no race-free program gains a race."""
+    require_tsan()
+    def race_free(surface: str) -> list[Record]:  # target regions can crash the instrumented libomp: left out
+        return [r for r in generate_race_items("c", 2, seed=3, surface=surface) if r.answer == "no"
+                and r.metadata["pattern"] != "offload"]
+
+    recs = race_free("wide")
+    loops = [sum(r.question.count(w) for r in rs for w in ("for (", "omp parallel"))
+             for rs in (race_free("narrow"), recs)]
+    assert loops[1] > loops[0] * 1.2, loops  # the extra loops are there to check
+    verdicts = {r.metadata["tsan"] for r in check_with_tsan(recs, jobs=2)}
+    assert verdicts == {"no_race"}
+
+
+@pytest.mark.integration
 def test_tsan_agrees_on_thread_races_and_never_flags_race_free_items() -> None:
     require_tsan()
     recs = generate_race_items("c", 1, seed=1)
