@@ -239,7 +239,14 @@ def test_a_one_core_slot_cannot_use_two_cores(engine: Engine) -> None:
     assert one.ok, one.detail
     assert one.extra["kernel_cpu_s"] <= one.run_s * 1.05 + 0.02, (one.extra, one.run_s)
     if len(available) >= 2:  # the measurement can see two cores when a slot has them and nothing else runs
-        two = engine.run(BUSY_TWO_THREADS, tuple(available[:2]), n=160)
-        assert two.ok, two.detail
-        if (two.foreign_load or 0.0) < 0.1:
-            assert two.extra["kernel_cpu_s"] > 1.2 * two.run_s / (two.retries + 1), (two.extra, two.run_s)
+        # A positive control: on a shared VM the host can stall one vCPU for a whole run without any load the
+        # engine sees (1.17 cores seen once in CI), so one of three runs on a quiet machine must show both cores.
+        seen = []
+        for _ in range(3):
+            two = engine.run(BUSY_TWO_THREADS, tuple(available[:2]), n=160)
+            assert two.ok, two.detail
+            if (two.foreign_load or 0.0) < 0.1:
+                seen.append(two.extra["kernel_cpu_s"] / (two.run_s / (two.retries + 1)))
+                if seen[-1] > 1.2:
+                    break
+        assert not seen or max(seen) > 1.2, seen
