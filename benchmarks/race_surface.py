@@ -1,11 +1,12 @@
 """Does a race policy read the race or the surface? Its answers to held-out synthetic C items, as generated and after
 one harmless edit at a time that leaves every label as it is.
 
-The edits: longer array names (``a`` -> ``rate``), a race-free parallel loop over a new array before the kernel, a
-serial loop-carried recurrence over a new array before the report (one thread: no race), another ``printf`` format,
-and the generator's own comments removed (as the loader strips those of real programs). Prints accuracy, race F1 and
-the share of "yes" answers per edit. A policy that reads the race keeps its accuracy under every edit; one that
-matches the generator's surface loses it, and answers "yes" to what it does not recognise.
+The edits: longer array names (``a`` -> ``alpha_v``, names no generator pool holds), a race-free parallel loop over
+a new array before the kernel, a serial loop-carried recurrence over a new array before the report (one thread: no
+race), another ``printf`` format, and the generator's own comments removed (as the loader strips those of real
+programs). Prints accuracy, race F1 and the share of "yes" answers per edit. A policy that reads the race keeps its
+accuracy under every edit; one that matches the generator's surface loses it, and answers "yes" to what it does not
+recognise.
 
 Run: ``.venv/bin/python benchmarks/race_surface.py --model DIR --data DIR [--items 600]`` (``DIR``s as written by
 ``benchmarks/race_scale.py``: ``<run>/sft/final`` and ``<run>/data``, or ``checkpoints/sft/final`` and ``data``).
@@ -19,7 +20,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from hpcrl_core.data.schema import read_jsonl
+from hpcrl_core.data.race.generator import race_question
+from hpcrl_core.data.race.tsan import extract_c_code
+from hpcrl_core.data.schema import Record, read_jsonl
 from hpcrl_core.evaluation.generate import generate
 from hpcrl_core.evaluation.metrics import parse_race_answer, race_f1
 from hpcrl_core.evaluation.runner import load_model
@@ -30,10 +33,10 @@ LONGER = {"a": "alpha_v", "b": "bravo_v", "c": "carry_v", "d": "delta_v", "e": "
 EXTRA = "static double extra[100];"
 
 
-def _split(text: str) -> tuple[str, str, str]:
-    head, rest = text.split("```c\n", 1)
-    code, tail = rest.rsplit("\n```", 1)
-    return head, code, tail
+def c_code(r: Record) -> str | None:
+    """The C program a race item asks about (None for Fortran or C++ items)."""
+    found = extract_c_code(r.prompt[-1]["content"])
+    return found[0] if found and found[1] == ".c" else None
 
 
 def _pad(line: str) -> str:
@@ -55,7 +58,8 @@ def clean_loop_before(code: str) -> str:
     lines = code.split("\n")
     k = next(i for i, line in enumerate(lines) if line.lstrip().startswith("#pragma omp"))
     pad = _pad(lines[k + 1])  # the loop's (a pragma may sit flush left)
-    lines[k:k] = ["#pragma omp parallel for", f"{pad}for (int q = 0; q < 100; q++)", f"{pad}    extra[q] = q * 0.5;", ""]
+    lines[k:k] = ["#pragma omp parallel for", f"{pad}for (int q = 0; q < 100; q++)",
+                  f"{pad}    extra[q] = q * 0.5;", ""]
     return "\n".join(_before_main(lines, [EXTRA, ""]))
 
 
@@ -87,15 +91,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, required=True, help="prepared data; race_c/eval.jsonl is read")
     ap.add_argument("--items", type=int, default=600, help="the first this many held-out C items")
     a = ap.parse_args(argv)
-    records = [r for r in read_jsonl(a.data / "race_c" / "eval.jsonl") if "```c\n" in r.prompt[-1]["content"]]
-    records = records[: a.items]
+    records = [r for r in read_jsonl(a.data / "race_c" / "eval.jsonl") if c_code(r) is not None][: a.items]
     model, tokenizer = load_model(a.model)
     print(f"{len(records)} held-out C items, {sum(r.answer == 'yes' for r in records)} racy; model {a.model}")
     for name, edit in EDITS.items():
-        prompts = []
-        for r in records:
-            head, code, tail = _split(r.prompt[-1]["content"])
-            prompts.append([*r.prompt[:-1], {"role": "user", "content": f"{head}```c\n{edit(code)}\n```{tail}"}])
+        prompts = [[*r.prompt[:-1], {"role": "user", "content": race_question(edit(str(c_code(r))), "c")}]
+                   for r in records]
         answers = [x[0] for x in generate(model, tokenizer, prompts, temperature=0.0, max_new_tokens=8,
                                           batch_size=16, seed=0)]
         s = race_f1(answers, [r.answer or "" for r in records])

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.race_surface import EDITS, _split
+from benchmarks.race_surface import EDITS, c_code
 from hpcrl_core.data.race.generator import generate_race_items
 
 
@@ -24,7 +24,8 @@ def test_every_edit_compiles_runs_and_changes_the_program(tmp_path: Path) -> Non
                ("missing_private", "missing_reduction", "loop_carried", "locks", "missing_barrier",
                 "sections", "task_depend", "function_state")]
     for k, r in enumerate(records):
-        code = _split(r.prompt[-1]["content"])[1]
+        code = c_code(r)
+        assert code is not None
         for name, edit in EDITS.items():
             new = edit(code)
             if name in ("as generated", "comments removed"):  # the generator's own programs: tested with it

@@ -97,15 +97,17 @@ def generate_race_items(language: str, per_pattern: int, seed: int, held_out_pai
                         "prepare.race.rl_pairs)")
     out: list[Record] = []
     seen: set[str] = set()
+    wide = surface == "wide"
+    source = SOURCE + ("+wide" if wide else "")
     blocks = ((0, per_pattern, None), (per_pattern, held_out_pairs, "held_out"),
               (per_pattern + held_out_pairs, rl_pairs, "rl"))
     for first, count, mark in blocks:
         for pattern in PATTERNS:
             for j in range(2 * first, 2 * (first + count)):
                 label, pair = "no" if j % 2 else "yes", j // 2
-                code, reason = _program(language, pattern, label == "yes", seed, pair, seen, surface == "wide")
-                provenance = {"source": SOURCE + ("+wide" if surface == "wide" else ""), "seed": seed,
-                              "index": len(out), "pair": f"{language}:{pattern}:{pair}"}
+                code, reason = _program(language, pattern, label == "yes", seed, pair, seen, wide)
+                provenance = {"source": source, "seed": seed, "index": len(out),
+                              "pair": f"{language}:{pattern}:{pair}"}
                 out.append(Record(family=FAMILIES[language], answer=label,
                                   prompt=messages(SYSTEM, race_question(code, FENCES[language])),
                                   completion=assistant(f"{label}: {reason}."),
