@@ -80,6 +80,10 @@ def completed_runs(url: str) -> int:
                           timeout=10).json())
 
 
+def task_runs(url: str) -> int:
+    return len(httpx.post(f"{url}/task_runs/filter", json={}, timeout=10).json())
+
+
 def wait_for(check: object, timeout_s: float, what: str) -> object:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -178,7 +182,7 @@ def test_a_result_store_that_fills_mid_batch_names_itself_for_every_kernel_it_lo
     store.mkdir(exist_ok=True)
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(store)], check=True)
     try:
-        ours = stack.start_agent([sorted(os.sched_getaffinity(0))[0]]).pid
+        stack.start_agent([sorted(os.sched_getaffinity(0))[0]])
         stack.wait_for_agents(1)
         # first, a client on another store: told which stores differ, not left waiting in silence (an agent
         # killed by an earlier test may still look live for a few seconds: the count is not pinned)
@@ -188,24 +192,25 @@ def test_a_result_store_that_fills_mid_batch_names_itself_for_every_kernel_it_lo
         assert other.returncode != 0 and "live agent(s) use another result store" in err, err[-2000:]
         assert f"({store}) than this process ({elsewhere})" in err
         count = 4  # bundles of 2: the first comes back, the second meets the full store
+        before, runs_before = completed_runs(stack.url), task_runs(stack.url)
         proc = subprocess.Popen([sys.executable, "-c", OUTCOMES, str(stack.params), str(count), "1", "1000"], cwd=ROOT,
                                 env={**stack.env, "HPCRL_AGENTS_BUNDLE": "2"}, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
-        before = completed_runs(stack.url)
         # the client sends the second bundle's request as soon as it sees the first complete: it is held (SIGSTOP)
-        # while the agent times the first, so the store fills before that request whoever polls faster
-        # (this agent's heartbeat: one an earlier test killed may still show what it held)
-        wait_for(lambda: proc.poll() is not None or [a for a in agents(stack.url)
-                                                     if a.get("pid") == ours and a["in_flight"]], 120,
-                 "the agent timing the first bundle")
-        os.kill(proc.pid, signal.SIGSTOP)
+        # from the moment its first run exists, so the store fills before that request however fast the agent is
+        wait_for(lambda: proc.poll() is not None or task_runs(stack.url) > runs_before, 120,
+                 "the client's first bundle")
+        held = proc.poll() is None
+        if held:
+            os.kill(proc.pid, signal.SIGSTOP)
         try:
             # once a run is COMPLETED its results are stored: the client can still read them from a full store
             wait_for(lambda: completed_runs(stack.url) > before, 120, "the first bundle completed")
             subprocess.run(["dd", "if=/dev/zero", f"of={store / 'filler'}", "bs=64k"], capture_output=True)
             assert os.statvfs(store).f_bavail == 0  # ENOSPC for the next write
         finally:
-            os.kill(proc.pid, signal.SIGCONT)
+            if held:
+                os.kill(proc.pid, signal.SIGCONT)
         out, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err[-3000:]
         outcomes = json.loads(out.strip().splitlines()[-1])["outcomes"]
