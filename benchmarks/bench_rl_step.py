@@ -95,7 +95,7 @@ def main() -> int:
         f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {platform.node()} ({os.cpu_count()} CPUs), "
         f"`benchmarks/bench_rl_step.py --steps {a.steps}`: policy {a.sft}, G={rp.num_generations}, "
         f"{rp.per_device_train_batch_size} completions/step, max {rp.max_completion_length} new tokens, "
-        f"bench n={rp.bench_n}.",
+        f"each kernel timed at its problem's n ({', '.join(map(str, params.prepare.dgemm.train_sizes))}).",
         "",
         "| step | step s | reward wait s | wait share |",
         "|---:|---:|---:|---:|",

@@ -218,7 +218,7 @@ def main() -> int:
               f"isolation {', '.join(engine.isolation.names) or 'none'}. Command: `make bench`.")
     parts = [header, "", *table]
     if a.repeats > 0:
-        reward = bench.for_many(params.rl_dgemm.bench_n)
+        reward = bench.for_many(256)  # the middle train size: rewards and evaluation time each kernel at its n
         for label, eng in ((f"engine defaults (n = {n}, min_time_s {bench.timing.min_time_s})", engine),
                            (f"the reward's settings (n = {reward.n}, min_time_s {reward.timing.min_time_s}, as "
                             "rl_dgemm and evaluate use)", Engine(reward, settings))):

@@ -189,7 +189,8 @@ def main() -> int:
     lines = [f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC with `benchmarks/experiments_dgemm.py --seeds "
              f"{' '.join(map(str, a.seeds))} --variants {' '.join(a.variants)}"
              f"{f' --steps {a.steps}' if a.steps else ''}`: {first['problems']} held-out problems, k={first['k']}, "
-             f"T={first['temperature']}, n={first['bench_n']}; mean ± std over seeds.", "", *table(results),
+             f"T={first['temperature']}, n={','.join(map(str, first['sizes']))} (each problem's own); "
+             "mean ± std over seeds.", "", *table(results),
              "", "Against the oracle (the fastest corpus kernel each problem permits, timed in the same run):", "",
              *yardstick_table(results),
              "", "Per run (target: RL/SFT median ≥ 1.3x and RL verified at most 5 points below SFT):", "",

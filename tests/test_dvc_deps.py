@@ -51,8 +51,6 @@ NOT_RUN: dict[str, dict[str, str]] = {
     "node_reference": {
         "reward": "hpcrl_core/cli_bench.py shapes rewards of kernel FILEs and --ladder rows; "
                   "`hpcrl bench --reference --report` writes no reward",
-        "rl_dgemm": "hpcrl_core/rewards/dgemm.py is imported with the hpcrl_core.rewards package; "
-                    "`hpcrl bench` never builds the RL reward",
         "task_reward": "hpcrl_core/rewards/tasks.py is imported with the hpcrl_core.rewards package; "
                        "`hpcrl bench` scores kernels only",
     },
@@ -69,14 +67,10 @@ NOT_RUN: dict[str, dict[str, str]] = {
     "rl_hargo": {
         "reward": "hpcrl_core/rewards/dgemm.py is imported with the hpcrl_core.rewards package; rl_hargo builds "
                   "only the hpc_tasks reward",
-        "rl_dgemm": "hpcrl_core/rewards/dgemm.py is imported with the hpcrl_core.rewards package; rl_hargo builds "
-                    "only the hpc_tasks reward",
     },
     "preferences": {
         "reward": "hpcrl_core/rewards/dgemm.py is imported with the hpcrl_core.rewards package; preferences builds "
                   "only the hpc_tasks reward",
-        "rl_dgemm": "hpcrl_core/rewards/dgemm.py is imported with the hpcrl_core.rewards package; preferences builds "
-                    "only the hpc_tasks reward",
     },
     "rl_dgemm": {
         "task_reward": "hpcrl_core/rewards/tasks.py is imported with the hpcrl_core.rewards package; rl_dgemm "

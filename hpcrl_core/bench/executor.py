@@ -138,7 +138,14 @@ def map_in_order(backend: BenchBackend, completions: Iterable[str | bytes], n: i
                  progress: Callable[[int, int], None] | None = None) -> list[BenchResult]:
     """Submit every completion at once, then wait; results in input order. ``progress(done, total)`` is called as
     results arrive (each backend's ``map``)."""
-    futures = [backend.submit(c, n) for c in completions]
+    return map_sized(backend, [(c, n) for c in completions], progress)
+
+
+def map_sized(backend: BenchBackend, jobs: Sequence[tuple[str | bytes, int | None]],
+              progress: Callable[[int, int], None] | None = None) -> list[BenchResult]:
+    """``map_in_order`` over ``(completion, n)`` jobs, each timed at its own size: submit all, then wait; results in
+    input order."""
+    futures = [backend.submit(c, n) for c, n in jobs]
     if progress:
         for done, f in enumerate(futures, 1):
             f.result()

@@ -5,7 +5,8 @@ Test: ``pytest tests/test_config.py``.
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Mapping
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict
 
@@ -26,3 +27,16 @@ def distinct_seeds(v: tuple[int, ...]) -> tuple[int, ...]:
 
 # a comparison's seeds field: checked by distinct_seeds wherever it is declared
 Seeds = Annotated[tuple[int, ...], AfterValidator(distinct_seeds)]
+
+REMOVED_BENCH_N = ("every kernel is timed at its problem's own n, the size its prompt asks for "
+                   "(prepare.dgemm.train_sizes / eval_sizes)")
+
+
+def refuse_removed(data: Any, section: str, removed: Mapping[str, str]) -> Any:
+    """The body of a section's ``model_validator(mode="before")`` for keys it no longer has: a params.yaml that still
+    sets one is refused with what replaced it, not with pydantic's bare "extra inputs are not permitted"."""
+    if isinstance(data, Mapping):
+        for key, why in removed.items():
+            if key in data:
+                raise ValueError(f"{section}.{key} is gone: {why}; delete it from params.yaml")
+    return data

@@ -79,10 +79,11 @@ class BenchParams(Section):
     executor: ExecutorParams = ExecutorParams()
     cache: bool = True
 
-    def for_many(self, n: int) -> BenchParams:
-        """These settings at size ``n`` with ``short_timing``: for the corpus, rewards and evaluation, which time
-        many kernels (``hpcrl bench`` uses ``timing``)."""
-        return self.model_copy(update={"n": n, "timing": self.short_timing})
+    def for_many(self, n: int | None = None) -> BenchParams:
+        """These settings with ``short_timing`` (and size ``n`` as the engine's default, else ``n`` as it is): for
+        the corpus, rewards and evaluation, which time many kernels, each at its own size (``hpcrl bench`` uses
+        ``timing``)."""
+        return self.model_copy(update={"n": self.n if n is None else n, "timing": self.short_timing})
 
     @field_validator("cflags")
     @classmethod

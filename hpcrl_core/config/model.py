@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from hpcrl_core.config.base import FAMILIES, Section
+from hpcrl_core.config.base import FAMILIES, REMOVED_BENCH_N, Section, refuse_removed
 
 QWEN2_LINEAR_MODULES: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
@@ -142,10 +142,14 @@ class SFTParams(Section):
 class EvalParams(Section):
     """Post-SFT evaluation (``reports/sft.json``): DGEMM kernels sampled and benchmarked, task families greedy.
 
-    DGEMM kernels are benchmarked at ``bench_n`` with ``bench.short_timing`` (``BenchParams.for_many``), not at
-    ``bench.n``:
-    the GFLOPS are a rough comparison between models, not a measurement of the kernels at their problem size.
+    DGEMM kernels are benchmarked at their problem's n (the size the prompt asks for) with ``bench.short_timing``
+    (``BenchParams.for_many``): short timings, so a rough figure per kernel, comparable between models.
     """
+
+    @model_validator(mode="before")
+    @classmethod
+    def _removed(cls, data: Any) -> Any:
+        return refuse_removed(data, "evaluate", {"bench_n": REMOVED_BENCH_N})
 
     seed: int = Field(1234, ge=0, le=2**32 - 1)
     samples_per_problem: int = Field(4, ge=1, le=256)  # k kernels sampled per held-out DGEMM problem
@@ -154,5 +158,4 @@ class EvalParams(Section):
     dgemm_max_new_tokens: int = Field(600, ge=1, le=65_536)
     qa_max_new_tokens: int = Field(128, ge=1, le=65_536)  # race, MLPerf and PLP answers (always greedy)
     batch_size: int = Field(8, ge=1, le=4096)  # prompts per generate() call
-    bench_n: int = Field(256, ge=16, le=4096)  # matrix size at which sampled kernels are verified and timed
     max_items_per_family: int = Field(300, ge=1, le=1_000_000)  # first this many of data/<family>/eval.jsonl

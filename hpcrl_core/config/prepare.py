@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from hpcrl_core.config.base import Section
 
@@ -19,6 +19,13 @@ SOURCE_KINDS: dict[str, tuple[str, ...]] = {
 }
 
 
+# Matrix sizes of the DGEMM problems. A prompt asks for its problem's n and rewards and evaluation time the kernel at
+# that n. The eval sizes are new to training and not multiples of 32, so a tiled kernel must handle edges; both sets
+# average n^3 about 256^3, the cost of timing at 256 (docs/data.md).
+TRAIN_SIZES: tuple[int, ...] = (192, 224, 256, 288, 320)
+EVAL_SIZES: tuple[int, ...] = (208, 240, 272, 304)
+
+
 def _default_sources() -> dict[str, tuple[str, ...]]:
     synthetic: tuple[str, ...] = ("synthetic",)
     return dict.fromkeys(SOURCE_KINDS, synthetic)
@@ -28,10 +35,27 @@ class DgemmPrepParams(Section):
     train_problems: int = Field(960, ge=1, le=100_000)
     eval_problems: int = Field(80, ge=1, le=10_000)
     variants: int = Field(320, ge=1, le=100_000)  # kernel variants generated and benchmarked for the corpus
+    train_sizes: tuple[int, ...] = TRAIN_SIZES  # n of train problems (SFT prompts, RL): each kernel is timed at its n
+    eval_sizes: tuple[int, ...] = EVAL_SIZES  # n of held-out problems, disjoint from train_sizes
     bench_n: int = Field(256, ge=16, le=4096)  # size at which corpus kernels are verified and timed
     per_kernel: int = Field(4, ge=1, le=100)  # train prompts each verified kernel is paired with
     vary_names: bool = False  # draw identifier spellings per variant (off: one spelling per name; docs/data.md)
     vary_layout: bool = False  # draw layout per variant (off: one house layout, only algorithms vary; docs/data.md)
+
+    @field_validator("train_sizes", "eval_sizes")
+    @classmethod
+    def _sizes(cls, v: tuple[int, ...]) -> tuple[int, ...]:
+        if not v or len(set(v)) != len(v) or any(not 16 <= n <= 4096 for n in v):
+            raise ValueError(f"sizes must be distinct matrix sizes in 16..4096, at least one; got {list(v)}")
+        return v
+
+    @model_validator(mode="after")
+    def _disjoint(self) -> DgemmPrepParams:
+        shared = sorted(set(self.train_sizes) & set(self.eval_sizes))
+        if shared:
+            raise ValueError(f"train_sizes and eval_sizes must be disjoint (eval asks sizes never trained); both "
+                             f"hold {shared}")
+        return self
 
 
 class RacePrepParams(Section):

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from hpcrl_core.config.base import Section
+from hpcrl_core.config.base import REMOVED_BENCH_N, Section, refuse_removed
 from hpcrl_core.config.model import LrScheduler
 
 ScaleRewards = Literal["group", "batch", "none"]  # TRL GRPOConfig.scale_rewards
@@ -50,8 +50,13 @@ class RLDgemmParams(Section):
     """GRPO on DGEMM (``dvc repro rl_dgemm``): TRL's GRPOTrainer from ``checkpoints/sft``, prompts from SQD.
 
     A step generates ``num_generations`` completions for each of ``per_device_train_batch_size /
-    num_generations`` problems and benchmarks every completion at ``bench_n`` (short timing) for its reward.
+    num_generations`` problems and benchmarks every completion at its problem's n (short timing) for its reward.
     """
+
+    @model_validator(mode="before")
+    @classmethod
+    def _removed(cls, data: Any) -> Any:
+        return refuse_removed(data, "rl_dgemm", {"bench_n": REMOVED_BENCH_N})
 
     seed: int = Field(1234, ge=0, le=2**32 - 1)
     max_steps: int = Field(300, ge=1, le=10_000_000)
@@ -67,7 +72,6 @@ class RLDgemmParams(Section):
     # advantages: reward - group mean, divided by the group's std (group), the batch's std (batch) or not (none)
     scale_rewards: ScaleRewards = "none"
     max_completion_length: int = Field(512, ge=8, le=1_048_576)
-    bench_n: int = Field(256, ge=16, le=4096)  # completions are verified and timed at this size, short timing
     problems: int = Field(16, ge=1, le=1_000_000)  # distinct train problems drawn from problems_train.jsonl
     rewards: tuple[str, ...] = ("dgemm_gflops",)  # names in hpcrl_core.rewards.REWARDS; summed with equal weight
     save_steps: int = Field(10, ge=1, le=10_000_000)

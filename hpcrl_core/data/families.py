@@ -130,8 +130,8 @@ def prepare_dgemm(p: PrepareParams, bench: BenchParams, settings: Settings,
     """DGEMM problems (train / held-out eval) and the verified SFT corpus paired with train prompts."""
     t0 = time.monotonic()
     d = p.dgemm
-    train_problems = make_problems("train", p.seed, d.train_problems)
-    eval_problems = make_problems("eval", p.seed, d.eval_problems)
+    train_problems = make_problems("train", p.seed, d.train_problems, d.train_sizes)
+    eval_problems = make_problems("eval", p.seed, d.eval_problems, d.eval_sizes)
     variants = generate_variants(p.seed, d.variants, d.vary_names, d.vary_layout)
 
     def tick(done: int, total: int) -> None:
@@ -145,7 +145,8 @@ def prepare_dgemm(p: PrepareParams, bench: BenchParams, settings: Settings,
     records = sft_records(kernels, train_problems, p.seed, d.per_kernel)
     # the house layout can generate fewer variants (corpus.total) than asked for: small variant kinds run out
     extra = {"variants_requested": d.variants, "corpus": bench_report, "gflops": gflops_distribution(kernels),
-             "bench_n": d.bench_n, "train_problems": len(train_problems), "eval_problems": len(eval_problems)}
+             "bench_n": d.bench_n, "train_problems": len(train_problems), "eval_problems": len(eval_problems),
+             "train_sizes": list(d.train_sizes), "eval_sizes": list(d.eval_sizes)}
     out = finish("dgemm", records, p, key=lambda r: ",".join(r.metadata.get("permitted") or []),
                  group=lambda r: str(r.metadata.get("kernel_name")), extra=extra, t0=t0)
     out.files["problems_train.jsonl"] = [problem_record(q, "train", p.seed) for q in train_problems]

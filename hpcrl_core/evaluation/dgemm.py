@@ -3,20 +3,23 @@
 Used by the post-SFT report (``runner.py``, one model) and by the comparison of policies (``evaluate_dgemm``:
 SFT and RL, ``reports/eval_dgemm.json``). For each model, k = ``evaluate.samples_per_problem`` kernels per
 problem of ``data/dgemm/problems_eval.jsonl`` (first ``evaluate.max_problems``), sampled at
-``evaluate.temperature``, benchmarked at ``evaluate.bench_n`` with ``bench.short_timing`` on 1-core slots, so
-GFLOPS compare models; they do not measure each problem's own n.
+``evaluate.temperature``, each benchmarked at its problem's n (the size its prompt asks for) with
+``bench.short_timing`` on 1-core slots.
 
 - ``dgemm_metrics``: compile / verified / respect rates and GFLOPS of verified kernels (definitions there);
-- ``model_block`` (comparison): plus ``gflops_best``, ``best_vs_numpy`` (numpy's DGEMM measured now on one slot
-  at the same n) and ``best_vs_peak`` (the node's 1-core peak; null without a clock);
+- ``model_block`` (comparison): plus ``gflops_best``, ``best_vs_numpy`` (the highest over verified kernels of the
+  kernel's GFLOPS over numpy's DGEMM measured in the same run on one slot of the node that timed it, at the kernel's
+  n) with ``best_vs_numpy_n`` (that kernel's n), and ``best_vs_peak`` (the node's 1-core peak; null without a clock);
 - WinRate (``winrate_vs_<baseline>``): per problem, the model with the higher median GFLOPS over its verified
   kernels wins (a problem without verified kernels scores 0), ties 0.5, averaged over problems;
 - the oracle yardstick (``add_yardstick``, definitions in ``oracle.py``): the corpus kernels
-  (``data/dgemm/corpus.jsonl``) timed in the same run on the same backend and size; per model ``oracle_ratio``,
+  (``data/dgemm/corpus.jsonl``) timed in the same run on the same backend at every problem size; per model
+  ``oracle_ratio``,
   ``oracle_ratio_rich``, ``distinct_kernels``, and against the baseline ``headroom_closed``; the report's
   ``oracle`` block holds the per-problem table;
 - ``dgemm_rows``: one sample row per kernel, the schema every DGEMM report's samples file uses: ``family``
-  ("dgemm"), ``model``, ``id`` (the problem record), ``problem_id``, ``sample``, ``permitted``, ``status``,
+  ("dgemm"), ``model``, ``id`` (the problem record), ``problem_id``, ``sample``, ``n`` (the size it was timed at:
+  its problem's), ``permitted``, ``status``,
   ``detail`` (the compiler's or checker's message), ``techniques``, ``respects``, ``gflops``, ``completion``.
 
 Run: ``python -m hpcrl_core.evaluation.dgemm NAME=MODEL_DIR... [--data data] [--report PATH]``.
@@ -26,6 +29,7 @@ Test: ``pytest tests/evaluation/test_dgemm.py tests/evaluation/test_runner.py``.
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
 from collections import Counter
@@ -33,7 +37,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from hpcrl_core.bench.executor import BenchBackend, LocalExecutor, bench_backend
+from hpcrl_core.bench.executor import BenchBackend, LocalExecutor, bench_backend, map_sized
 from hpcrl_core.bench.reference import measure_numpy
 from hpcrl_core.bench.result import BenchResult, Status
 from hpcrl_core.config import Params, Settings, load_params
@@ -80,6 +84,21 @@ def eval_problems(data_dir: Path, limit: int) -> list[Record]:
     return problems
 
 
+def problem_sizes(problems: Sequence[Record]) -> list[int]:
+    """Per problem, the matrix size its prompt asks for (metadata ``n``): its kernels are timed there.
+
+    Raises:
+        DataError: a problem without a whole positive ``n``.
+    """
+    out = []
+    for r in problems:
+        n = r.metadata.get("n")
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise DataError(f"DGEMM problem {r.id} has no matrix size (metadata n = {n!r}); rerun `dvc repro prepare`")
+        out.append(n)
+    return out
+
+
 def permitted_sets(problems: Sequence[Record]) -> list[list[str]]:
     """Per problem, the names of its permitted techniques."""
     return [[str(t) for t in r.metadata.get("permitted") or []] for r in problems]
@@ -103,33 +122,46 @@ def sample_model(model_dir: Path, problems: Sequence[Record], params: Params,
 
 
 def evaluation_executor(params: Params, settings: Settings) -> BenchBackend:
-    """The backend every DGEMM evaluation benchmarks on (``HPCRL_BENCH_BACKEND``): ``bench.short_timing`` at
-    ``evaluate.bench_n``, 1-core slots, the node's result cache; agents attach their node's numpy figure."""
-    return bench_backend(params.bench.for_many(params.evaluate.bench_n), settings, cores_per_slot=1,
-                         reference="numpy")
+    """The backend every DGEMM evaluation benchmarks on (``HPCRL_BENCH_BACKEND``): ``bench.short_timing``, 1-core
+    slots, the node's result cache; each kernel is timed at the size it is submitted with; agents attach their node's
+    numpy figure at that size."""
+    return bench_backend(params.bench.for_many(), settings, cores_per_slot=1, reference="numpy")
 
 
-def node_figures(ex: BenchBackend, results: Sequence[BenchResult], n: int) -> tuple[float, float | None, list[str]]:
-    """numpy's GFLOPS and the 1-core peak the report divides by, and the nodes that timed the kernels.
+def node_figures(ex: BenchBackend, results: Sequence[BenchResult],
+                 sizes: Iterable[int]) -> tuple[dict[int, float], float | None, list[str]]:
+    """numpy's GFLOPS per size and the 1-core peak the report divides by, and the nodes that timed the kernels.
 
-    Locally: numpy measured now on a slot of this node, and its peak. On agents: the median over the verified
-    kernels of the figures of the node that timed each (0.0 and None when none verified).
+    Locally: numpy measured now on a slot of this node at every size of ``sizes``, and its peak. On agents: per size,
+    the median over the verified kernels timed at that size of the figures of the node that timed each (a size
+    without one is left out; the peak None when no node gave one).
     """
+    wanted = sorted(set(sizes))
     if isinstance(ex, LocalExecutor):
         q, lock_dir = ex.engine.params.timing.quantile, ex.engine.locks.folder
-        numpy_gflops = ex.submit_on_slot(lambda slot: measure_numpy(n, slot, quantile=q, lock_dir=lock_dir)).result()
-        return numpy_gflops.gflops, ex.engine.node.peak_gflops(1), [ex.engine.node.model]
-    numpy = [float(r.extra["node_reference_gflops"]) for r in results if "node_reference_gflops" in r.extra]
+        numpy = {n: ex.submit_on_slot(functools.partial(_numpy_gflops, n, quantile=q, lock_dir=lock_dir)).result()
+                 for n in wanted}
+        return numpy, ex.engine.node.peak_gflops(1), [ex.engine.node.model]
+    by_size: dict[int, list[float]] = {}
+    for r in results:
+        if "node_reference_gflops" in r.extra:
+            by_size.setdefault(r.n, []).append(float(r.extra["node_reference_gflops"]))
     peaks = [float(r.extra["node_peak_gflops"]) for r in results if r.extra.get("node_peak_gflops")]
     nodes = sorted({str(r.extra["node"]) for r in results if r.extra.get("node")})
-    return (statistics.median(numpy) if numpy else 0.0), (statistics.median(peaks) if peaks else None), nodes
+    numpy = {n: statistics.median(by_size[n]) for n in wanted if n in by_size}
+    return numpy, (statistics.median(peaks) if peaks else None), nodes
 
 
-def benchmark_groups(ex: BenchBackend, groups: Sequence[Sequence[str]], n: int,
+def _numpy_gflops(n: int, slot: Sequence[int], quantile: float, lock_dir: Path) -> float:
+    """numpy's DGEMM GFLOPS at size n on ``slot`` (run on a slot of the executor, exclusively)."""
+    return measure_numpy(n, slot, quantile=quantile, lock_dir=lock_dir).gflops
+
+
+def benchmark_groups(ex: BenchBackend, groups: Sequence[Sequence[str]], sizes: Sequence[int],
                      progress: Progress | None = None, label: str = "dgemm") -> list[list[BenchResult]]:
-    """Benchmark per-problem groups of completions; results in the same shape."""
+    """Benchmark per-problem groups of completions, each group at its problem's size; results in the same shape."""
     tick = (lambda done, total: progress(f"{label}: benchmarked kernels {done}/{total}")) if progress else None
-    flat = ex.map([c for g in groups for c in g], n=n, progress=tick)
+    flat = map_sized(ex, [(c, n) for g, n in zip(groups, sizes, strict=True) for c in g], progress=tick)
     out, i = [], 0
     for g in groups:
         out.append(flat[i:i + len(g)])
@@ -211,19 +243,30 @@ def problem_bests(results: Sequence[Sequence[BenchResult]],
     return _per_problem(results, max, permitted)
 
 
+def numpy_of(result: BenchResult, numpy: Mapping[int, float]) -> float | None:
+    """numpy's GFLOPS on the node that timed ``result``, at its size: the node's figure the agents attached, else
+    the figure measured here at that size (None when there is none)."""
+    if "node_reference_gflops" in result.extra:
+        return float(result.extra["node_reference_gflops"])
+    return numpy.get(result.n)
+
+
 def model_block(results: Sequence[Sequence[BenchResult]], permitted: Sequence[Sequence[str]],
-                numpy_gflops: float, peak_gflops: float | None) -> dict[str, Any]:
+                numpy: Mapping[int, float], peak_gflops: float | None) -> dict[str, Any]:
     """The comparison's block of one model: ``dgemm_metrics`` over all samples plus best-vs-reference ratios.
 
     Args:
-        results: per problem, its k benchmark results.
+        results: per problem, its k benchmark results (each timed at its problem's size).
         permitted: per problem, its permitted technique names.
-        numpy_gflops: numpy's DGEMM on one slot at the evaluation size (> 0).
+        numpy: numpy's DGEMM on one slot, per size measured (agents' results carry their node's own).
         peak_gflops: the slot's theoretical peak, or None.
     """
     block = grouped_metrics(results, permitted)
     best = block["gflops_max"]
-    block.update({"gflops_best": best, "best_vs_numpy": best / numpy_gflops if numpy_gflops > 0 else 0.0,
+    ratios = [(r.gflops / ref, r.n) for group in results for r in group
+              if r.ok and r.gflops is not None and (ref := numpy_of(r, numpy))]
+    top = max(ratios, default=(0.0, None))
+    block.update({"gflops_best": best, "best_vs_numpy": top[0], "best_vs_numpy_n": top[1],
                   "best_vs_peak": best / peak_gflops if peak_gflops else None})
     return block
 
@@ -231,7 +274,7 @@ def model_block(results: Sequence[Sequence[BenchResult]], permitted: Sequence[Se
 def add_yardstick(report: dict[str, Any], problems: Sequence[Record],
                   results: Mapping[str, Sequence[Sequence[BenchResult]]],
                   samples: Mapping[str, Sequence[Sequence[str]]], corpus: Sequence[CorpusEntry] | None,
-                  corpus_results: Sequence[BenchResult], baseline: str = "sft") -> dict[str, Any]:
+                  corpus_results: Mapping[int, Sequence[BenchResult]], baseline: str = "sft") -> dict[str, Any]:
     """Add the oracle yardstick (``oracle.py``) to each model's block of ``report``; returns the report's
     ``oracle`` block: corpus counts, problems with and without an oracle, and the per-problem ``table``.
 
@@ -246,10 +289,10 @@ def add_yardstick(report: dict[str, Any], problems: Sequence[Record],
 
     Args:
         corpus: the corpus kernels, or None when the corpus file is missing (then no problem has an oracle).
-        corpus_results: their results measured in this run, aligned with ``corpus``.
+        corpus_results: per problem size, their results measured in this run, aligned with ``corpus``.
     """
     permitted = permitted_sets(problems)
-    oracles = select_oracles(corpus or [], corpus_results, permitted)
+    oracles = select_oracles(corpus or [], corpus_results, permitted, problem_sizes(problems))
     medians = {name: problem_medians(res, permitted) for name, res in results.items()}
     bests = {name: problem_bests(res, permitted) for name, res in results.items()}
     for name, res in results.items():
@@ -275,16 +318,16 @@ def dgemm_rows(model: str, problems: Sequence[Record], results: Sequence[Sequenc
         allowed = sorted(str(t) for t in p.metadata.get("permitted") or [])
         for i, (r, text) in enumerate(zip(group, texts, strict=True)):
             rows.append({"family": "dgemm", "model": model, "id": p.id, "problem_id": p.metadata.get("problem_id"),
-                         "sample": i, "permitted": allowed, "status": r.status.value, "detail": r.detail,
+                         "sample": i, "n": r.n, "permitted": allowed, "status": r.status.value, "detail": r.detail,
                          "techniques": list(r.techniques), "respects": r.respects(allowed) if r.ok else None,
                          "gflops": r.gflops, "completion": text})
     return rows
 
 
 def bench_note(params: Params) -> str:
-    n = params.evaluate.bench_n
-    return (f"kernels benchmarked at n={n} with bench.short_timing on one core, not at each problem's n: GFLOPS "
-            "compare models, they do not measure the kernels")
+    t = params.bench.short_timing
+    return (f"each kernel benchmarked at its problem's n (the size its prompt asks for) on one core with "
+            f"bench.short_timing ({t.min_reps}+ calls, {t.min_time_s}-{t.max_time_s} s): a rough figure per kernel")
 
 
 def evaluate_dgemm(models: Mapping[str, Path], data_dir: Path, params: Params, settings: Settings,
@@ -293,33 +336,34 @@ def evaluate_dgemm(models: Mapping[str, Path], data_dir: Path, params: Params, s
 
     Returns:
         The report ``{name: model_block, ..., "oracle": {...}, "meta": {...}}`` (``add_yardstick``: the corpus
-        kernels of ``data/dgemm/corpus.jsonl`` are timed on the same backend at the same size after the models'
+        kernels of ``data/dgemm/corpus.jsonl`` are timed on the same backend at every problem size after the models'
         kernels) and the sample rows of every model.
 
     Raises:
-        DataError: no held-out problems. ConfigError: a model folder holds no saved model.
+        DataError: no held-out problems, or one without a size. ConfigError: a model folder holds no saved model.
     """
     ep = params.evaluate
     problems = eval_problems(data_dir, ep.max_problems)
     permitted = permitted_sets(problems)
+    sizes = problem_sizes(problems)
     samples = {name: sample_model(path, problems, params, progress) for name, path in models.items()}
     with evaluation_executor(params, settings) as ex:
-        results = {name: benchmark_groups(ex, groups, ep.bench_n, progress, name) for name, groups in samples.items()}
-        numpy_gflops, peak, nodes = node_figures(ex, [r for res in results.values() for g in res for r in g],
-                                                 ep.bench_n)
+        results = {name: benchmark_groups(ex, groups, sizes, progress, name) for name, groups in samples.items()}
+        numpy, peak, nodes = node_figures(ex, [r for res in results.values() for g in res for r in g], sizes)
         corpus = read_corpus(data_dir)
-        corpus_results = time_corpus(ex, corpus, ep.bench_n, progress) if corpus else []
-    report: dict[str, Any] = {name: model_block(res, permitted, numpy_gflops, peak) for name, res in results.items()}
+        corpus_results = time_corpus(ex, corpus, sorted(set(sizes)), progress) if corpus else {}
+    report: dict[str, Any] = {name: model_block(res, permitted, numpy, peak) for name, res in results.items()}
     if baseline in results:
         base = problem_medians(results[baseline])
         for name, res in results.items():
             if name != baseline:
                 report[name][f"winrate_vs_{baseline}"] = winrate(problem_medians(res), base)
     report["oracle"] = add_yardstick(report, problems, results, samples, corpus, corpus_results, baseline)
-    report["oracle"]["bench_n"] = ep.bench_n
+    report["oracle"]["sizes"] = sorted(set(sizes))
     report["meta"] = {"models": {k: str(v) for k, v in models.items()}, "problems": len(problems),
-                      "k": ep.samples_per_problem, "bench_n": ep.bench_n, "temperature": ep.temperature,
-                      "numpy_gflops": numpy_gflops, "peak_gflops": peak, "bench_note": bench_note(params),
+                      "k": ep.samples_per_problem, "sizes": sorted(set(sizes)), "temperature": ep.temperature,
+                      "numpy_gflops": {str(n): g for n, g in sorted(numpy.items())}, "peak_gflops": peak,
+                      "bench_note": bench_note(params),
                       "bench_backend": settings.bench_backend, "nodes": nodes}
     rows = [row for name in models for row in dgemm_rows(name, problems, results[name], samples[name])]
     return report, rows

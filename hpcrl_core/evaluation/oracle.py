@@ -4,10 +4,10 @@ problem permits, timed in the same run as the models' kernels; and what the mode
 Definitions (``docs/sqd.md``, "The held-out evaluation"):
 
 - **oracle** of a problem: among the kernels of ``data/dgemm/corpus.jsonl``, timed now by the evaluation's backend
-  at ``evaluate.bench_n`` (each distinct source once, reused by every problem), the fastest that is verified now
-  and whose techniques *detected now* are all permitted by the problem (``BenchResult.respects``, the rule rewards
-  and evaluation use for models' kernels). A problem no corpus kernel fits has no oracle: it is counted and left
-  out of every ratio, never given a number.
+  at the problem's n (each distinct source once per problem size, reused by every problem of that size), the
+  fastest there that is verified now and whose techniques *detected now* are all permitted by the problem
+  (``BenchResult.respects``, the rule rewards and evaluation use for models' kernels). A problem no corpus kernel
+  fits has no oracle: it is counted and left out of every ratio, never given a number.
 - **oracle ratio** of a model on a problem: its median GFLOPS there (``dgemm.problem_medians`` with the problem's
   permitted set: median over its *verified* kernels that *respect the problem*, like the oracle; 0.0 when there
   are none; failed samples and kernels using a forbidden technique are not counted as 0 inside the median) over
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hpcrl_core.bench.executor import BenchBackend
+from hpcrl_core.bench.executor import BenchBackend, map_sized
 from hpcrl_core.bench.extract import extract_code, normalise_code
 from hpcrl_core.bench.result import BenchResult
 from hpcrl_core.errors import DataError
@@ -81,12 +81,13 @@ def read_corpus(data_dir: Path) -> list[CorpusEntry] | None:
     return out
 
 
-def time_corpus(ex: BenchBackend, corpus: Sequence[CorpusEntry], n: int,
-                progress: Progress | None = None) -> list[BenchResult]:
-    """Benchmark every corpus kernel at size ``n``, each distinct source (``normalise_code``) once.
+def time_corpus(ex: BenchBackend, corpus: Sequence[CorpusEntry], sizes: Sequence[int],
+                progress: Progress | None = None) -> dict[int, list[BenchResult]]:
+    """Benchmark every corpus kernel at every size of ``sizes``, each distinct source (``normalise_code``) once per
+    size, all submitted at once.
 
     Returns:
-        One result per entry, in corpus order (entries with the same source share one result).
+        Per size, one result per entry, in corpus order (entries with the same source share one result).
     """
     distinct: dict[str, int] = {}
     for entry in corpus:
@@ -99,27 +100,35 @@ def time_corpus(ex: BenchBackend, corpus: Sequence[CorpusEntry], n: int,
         if progress is not None and (done == total or done % 25 == 0):  # a few lines, not one per kernel
             progress(f"oracle: benchmarked corpus kernels {done}/{total}")
 
-    results = ex.map(codes, n=n, progress=tick)
-    return [results[distinct[normalise_code(entry.code)]] for entry in corpus]
+    sizes = list(dict.fromkeys(sizes))
+    flat = map_sized(ex, [(code, n) for n in sizes for code in codes], progress=tick)
+    out = {}
+    for i, n in enumerate(sizes):
+        results = flat[i * len(codes):(i + 1) * len(codes)]
+        out[n] = [results[distinct[normalise_code(entry.code)]] for entry in corpus]
+    return out
 
 
-def select_oracles(corpus: Sequence[CorpusEntry], results: Sequence[BenchResult],
-                   permitted: Sequence[Sequence[str]]) -> list[Oracle]:
-    """Per problem, the fastest corpus kernel verified now whose detected techniques it permits.
+def select_oracles(corpus: Sequence[CorpusEntry], results: Mapping[int, Sequence[BenchResult]],
+                   permitted: Sequence[Sequence[str]], sizes: Sequence[int]) -> list[Oracle]:
+    """Per problem, the fastest corpus kernel verified now at the problem's size whose detected techniques it
+    permits.
 
     Args:
         corpus: the corpus kernels.
-        results: their results measured now, aligned with ``corpus``.
+        results: per size, their results measured now, aligned with ``corpus``.
         permitted: per problem, its permitted technique names.
+        sizes: per problem, its n; a size with no results gives its problems no oracle.
 
     Returns:
         One ``Oracle`` per problem; an empty one where no kernel fits. Ties go to the first name in sort order.
     """
-    ranked = sorted(((r.gflops, e.name, r) for e, r in zip(corpus, results, strict=True)
-                     if r.ok and r.gflops is not None and r.gflops > 0), key=lambda t: (-t[0], t[1]))
+    ranked = {n: sorted(((r.gflops, e.name, r) for e, r in zip(corpus, res, strict=True)
+                         if r.ok and r.gflops is not None and r.gflops > 0), key=lambda t: (-t[0], t[1]))
+              for n, res in results.items()}
     out = []
-    for allowed in permitted:
-        best = next(((g, name, r) for g, name, r in ranked if r.respects(allowed)), None)
+    for allowed, n in zip(permitted, sizes, strict=True):
+        best = next(((g, name, r) for g, name, r in ranked.get(n, []) if r.respects(allowed)), None)
         out.append(Oracle(best[1], best[0], tuple(best[2].techniques)) if best else Oracle())
     return out
 
@@ -174,18 +183,21 @@ def distinct_kernels(results: Sequence[Sequence[BenchResult]], completions: Sequ
     return len(seen)
 
 
-def corpus_summary(corpus: Sequence[CorpusEntry], results: Sequence[BenchResult]) -> dict[str, int]:
+def corpus_summary(corpus: Sequence[CorpusEntry], results: Mapping[int, Sequence[BenchResult]]) -> dict[str, int]:
     """Counts over the timed corpus: ``corpus_kernels`` (entries), ``corpus_distinct`` (distinct sources, each timed
-    once), of those ``corpus_verified`` (ok now) and ``corpus_cached`` (served by the engine's result cache)."""
-    distinct = {normalise_code(e.code): r for e, r in zip(corpus, results, strict=True)}
-    return {"corpus_kernels": len(corpus), "corpus_distinct": len(distinct),
-            "corpus_verified": sum(r.ok for r in distinct.values()),
-            "corpus_cached": sum(r.cached for r in distinct.values())}
+    once per size), of those ``corpus_verified`` (ok now at every size timed), and over the timings
+    (``corpus_timings``: distinct sources x sizes) ``corpus_cached`` (served by the engine's result cache)."""
+    distinct = {n: {normalise_code(e.code): r for e, r in zip(corpus, res, strict=True)} for n, res in results.items()}
+    codes = {normalise_code(e.code) for e in corpus}
+    return {"corpus_kernels": len(corpus), "corpus_distinct": len(codes),
+            "corpus_verified": sum(all(d[c].ok for d in distinct.values()) for c in codes) if distinct else 0,
+            "corpus_timings": sum(len(d) for d in distinct.values()),
+            "corpus_cached": sum(r.cached for d in distinct.values() for r in d.values())}
 
 
 def oracle_table(problems: Sequence[Mapping[str, Any]], oracles: Sequence[Oracle],
                  medians: Mapping[str, Sequence[float]], bests: Mapping[str, Sequence[float]]) -> list[dict[str, Any]]:
-    """One row per problem: ``problem_id``, ``permitted``, ``oracle_kernel``, ``oracle_gflops``,
+    """One row per problem: ``problem_id``, ``n``, ``permitted``, ``oracle_kernel``, ``oracle_gflops``,
     ``oracle_techniques``, and per model ``<name>_median``, ``<name>_best`` and ``<name>_ratio`` (None without an
     oracle).
 
@@ -196,7 +208,8 @@ def oracle_table(problems: Sequence[Mapping[str, Any]], oracles: Sequence[Oracle
     """
     rows = []
     for i, (meta, o) in enumerate(zip(problems, oracles, strict=True)):
-        row: dict[str, Any] = {"problem_id": meta.get("problem_id"), "permitted": sorted(meta.get("permitted") or []),
+        row: dict[str, Any] = {"problem_id": meta.get("problem_id"), "n": meta.get("n"),
+                               "permitted": sorted(meta.get("permitted") or []),
                                "oracle_kernel": o.kernel, "oracle_gflops": o.gflops,
                                "oracle_techniques": list(o.techniques)}
         for name in medians:

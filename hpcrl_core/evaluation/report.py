@@ -97,10 +97,11 @@ def oracle_line(eval_report: Mapping[str, Any] | None) -> str:
     if not block:
         return "oracle: none in this report (the evaluation predates it, or has not run)"
     with_oracle, without = block.get("problems_with_oracle", 0), block.get("problems_without_oracle", 0)
+    sizes = ",".join(map(str, block.get("sizes") or []))
     line = (f"oracle: {with_oracle} of {with_oracle + without} problems have a corpus kernel they permit "
             f"({without} without, left out of the ratios); {block.get('corpus_distinct', 0)} corpus kernels timed at "
-            f"n={block.get('bench_n')}, {block.get('corpus_verified', 0)} verified, "
-            f"{block.get('corpus_cached', 0)} from the result cache")
+            f"n={sizes} (each problem's own), {block.get('corpus_verified', 0)} verified, "
+            f"{block.get('corpus_cached', 0)} of {block.get('corpus_timings', 0)} timings from the result cache")
     return line + (f"; {block['note']}" if block.get("note") else "")
 
 

@@ -4,8 +4,8 @@
 
 - ``dgemm``: the first ``evaluate.max_problems`` problems of ``data/dgemm/problems_eval.jsonl``, k =
   ``evaluate.samples_per_problem`` kernels each (sampled at ``evaluate.temperature``), benchmarked by the engine at
-  ``evaluate.bench_n`` with ``bench.short_timing``, so GFLOPS are a rough comparison, not a
-  measurement at each problem's own n: the one DGEMM evaluation of ``dgemm.py`` (rates: ``dgemm_metrics``).
+  their problem's n (the size the prompt asks for) with ``bench.short_timing``: the one DGEMM evaluation of
+  ``dgemm.py`` (rates: ``dgemm_metrics``).
 - ``race`` (race_c + race_fortran pooled), ``mlperf``, ``plp``: greedy answers to the first
   ``evaluate.max_items_per_family`` items of ``data/<family>/eval.jsonl``, scored by ``metrics.py`` and
   ``embeddings.py``. A family whose eval file is missing or empty is ``null``, with a note in ``meta.notes``.
@@ -42,6 +42,7 @@ from hpcrl_core.evaluation.dgemm import (
     evaluation_executor,
     grouped_metrics,
     permitted_sets,
+    problem_sizes,
     sample_kernels,
 )
 from hpcrl_core.evaluation.embeddings import plp_similarity
@@ -87,10 +88,10 @@ def _eval_dgemm(model: Any, tokenizer: PreTrainedTokenizerBase, data_dir: Path, 
         return None
     samples = sample_kernels(model, tokenizer, problems, params, progress)
     with evaluation_executor(params, settings) as ex:
-        results = benchmark_groups(ex, samples, ep.bench_n, progress)
+        results = benchmark_groups(ex, samples, problem_sizes(problems), progress)
     rows.extend(dgemm_rows(name, problems, results, samples))
     return {**grouped_metrics(results, permitted_sets(problems)), "problems": len(problems),
-            "k": ep.samples_per_problem, "bench_n": ep.bench_n, "temperature": ep.temperature}
+            "k": ep.samples_per_problem, "sizes": sorted(set(problem_sizes(problems))), "temperature": ep.temperature}
 
 
 def _greedy(model: Any, tokenizer: PreTrainedTokenizerBase, records: Sequence[Record], params: Params,
@@ -156,7 +157,7 @@ def evaluate_policy(model_dir: Path, data_dir: Path, params: Params, settings: S
 
     Returns:
         ``{"dgemm": {...} | None, "race": {...} | None, "mlperf": {...} | None, "plp": {...} | None,
-        "meta": {model_dir, bench_n, k, seconds per part, notes}}``.
+        "meta": {model_dir, k, bench_note, seconds per part, notes}}``.
 
     Raises:
         ConfigError: ``model_dir`` holds no loadable model or tokenizer.
@@ -174,7 +175,7 @@ def evaluate_policy(model_dir: Path, data_dir: Path, params: Params, settings: S
         report[family] = _eval_qa(family, model, tokenizer, data_dir, params, notes, progress, rows)
         seconds[family] = time.monotonic() - t0
     ep = params.evaluate
-    report["meta"] = {"model_dir": str(model_dir), "bench_n": ep.bench_n, "k": ep.samples_per_problem,
+    report["meta"] = {"model_dir": str(model_dir), "k": ep.samples_per_problem,
                       "bench_note": bench_note(params),
                       "seconds": {k: round(v, 3) for k, v in seconds.items()}, "notes": notes}
     if samples_path is not None:

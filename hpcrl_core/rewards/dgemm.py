@@ -1,15 +1,17 @@
 """``dgemm_gflops``: the DGEMM benchmark reward of Mikasa et al. (2026) as a TRL reward function.
 
 Each completion is a C kernel (a plain string, or TRL's conversational form ``[{"role": "assistant", "content":
-...}]``). It is benchmarked at ``rl_dgemm.bench_n`` and its result shaped by the reward ladder (``reward``
-section: penalties, mode, scale; the reference GFLOPS at that size when the mode is relative). A kernel that
+...}]``). It is benchmarked at its problem's size (dataset column ``n``: the n its prompt asks for) and its result
+shaped by the reward ladder (``reward`` section: penalties, mode, scale; the reference GFLOPS at that same size when
+the mode is relative). A kernel that
 uses a technique outside its problem's permitted set (dataset column ``permitted``) gets the
 ``format_violation`` penalty whatever its status: a forbidden technique must never pay better than a permitted
 one, so a wrong or crashing kernel with a forbidden technique is no better off than a correct one.
 
 Concurrency: a call submits every distinct completion of the batch to the executor at once (identical texts
-once; the executor further shares in-flight runs of the same normalised code and answers finished ones from its
-cache), then asks for the reference figure (which queues on a slot beside the kernels when it is stale), then
+and size once; the executor further shares in-flight runs of the same normalised code and answers finished ones from
+its cache), then asks for the reference figure of each size in the batch (which queues on a slot beside the kernels
+when it is stale), then
 waits for all results. The executor runs the jobs in parallel on its exclusive core slots. The call is
 synchronous: the trainer waits for the whole batch, as GRPO needs every reward of a group before it can compute
 advantages. A ``BenchInfraError`` from any job (or from the reference) propagates out of the call; it never
@@ -70,6 +72,28 @@ def permitted_sets(permitted: Sequence[Any] | None, count: int) -> list[frozense
     return out
 
 
+def problem_sizes(n: Sequence[Any] | None, count: int) -> list[int]:
+    """Validate the ``n`` column: the matrix size each completion's prompt asks for, at which it is timed.
+
+    Raises:
+        ConfigError: the column is missing or not aligned with the completions.
+        DataError: an entry is not a whole number >= 1.
+    """
+    if n is None:
+        raise ConfigError(f"reward {NAME} needs the dataset column 'n' (the matrix size each prompt asks for, at "
+                          "which its kernel is timed); add it to the RL dataset as hpcrl_core/training/rl.py does")
+    if isinstance(n, str | bytes) or len(n) != count:
+        got = "a string" if isinstance(n, str | bytes) else f"{len(n)} entries"
+        raise ConfigError(f"reward {NAME}: column 'n' must hold one size per completion; got {got} for {count} "
+                          "completions")
+    out = []
+    for i, size in enumerate(n):
+        if isinstance(size, bool) or not isinstance(size, int | float) or size != int(size) or size < 1:
+            raise DataError(f"reward {NAME}: n[{i}] is {size!r}; it must be a matrix size, a whole number >= 1")
+        out.append(int(size))
+    return out
+
+
 def violates(result: BenchResult, permitted: Iterable[str]) -> bool:
     """Whether the kernel uses a technique (detected by the engine's screen) that is not permitted."""
     return not result.respects(permitted)
@@ -86,7 +110,8 @@ class BatchStats:
         cache_hits: completions answered from the result cache.
         runs: engine runs this batch started (distinct kernels not in the cache).
         bench_s: wall seconds from the first submit to the last result.
-        reference_gflops: the reference figure used, or None when the mode needs none.
+        reference_gflops: the reference figure used (the median over the batch's completions when they ask for
+            different sizes, each scored against its own size's figure), or None when the mode needs none.
         disturbed: results whose figure the engine flagged as disturbed (a busy host or foreign load): used, but
             measured again when the same kernel comes back (up to three times).
     """
@@ -131,7 +156,6 @@ class DgemmGflopsReward:
                               "LocalExecutor(engine, cache, cores=...)), as hpcrl_core/training/rl.py does")
         self.executor: BenchExecutor = ctx.executor
         self.ctx = ctx
-        self.n = ctx.params.rl_dgemm.bench_n
         reward = ctx.params.reward
         if needs_reference(reward):
             # the agents backend attaches to each result the reference of the node that timed it
@@ -146,27 +170,28 @@ class DgemmGflopsReward:
         self.last_stats: BatchStats | None = None
 
     def __call__(self, completions: Sequence[Any], permitted: Sequence[Any] | None = None,
-                 log_metric: Callable[[str, float], None] | None = None,
+                 n: Sequence[Any] | None = None, log_metric: Callable[[str, float], None] | None = None,
                  log_extra: Callable[[str, list[Any]], None] | None = None, **kwargs: Any) -> list[float]:
         """Rewards of a batch, one float per completion, in order.
 
         Args:
             completions: B completions (strings or conversational message lists).
             permitted: B lists of the technique names each completion's problem permits.
+            n: B matrix sizes, the size each completion's prompt asks for; its kernel is timed there.
             log_metric: TRL's scalar logger, or None.
             log_extra: TRL's per-completion column logger, or None.
             **kwargs: further dataset columns (``problem_id``, ...) and TRL arguments; passed to the observer.
 
         Raises:
-            ConfigError: ``permitted`` missing or misaligned.
-            DataError: a ``permitted`` entry names an unknown technique.
+            ConfigError: ``permitted`` or ``n`` missing or misaligned.
+            DataError: a ``permitted`` entry names an unknown technique, or an ``n`` entry is not a size.
             BenchInfraError: the benchmark machinery failed.
         """
         texts = [completion_text(c) for c in completions]
         allowed = permitted_sets(permitted, len(texts))
-        results, partial = self._benchmark(texts)
-        scored = [self._score(r, a, r.extra.get("node_reference_gflops", partial.reference_gflops))
-                  for r, a in zip(results, allowed, strict=True)]
+        sizes = problem_sizes(n, len(texts))
+        results, references, partial = self._benchmark(texts, sizes)
+        scored = [self._score(r, a, ref) for r, a, ref in zip(results, allowed, references, strict=True)]
         rewards = [reward for reward, _ in scored]
         outcomes = tuple(outcome for _, outcome in scored)
         gflops = tuple(float(r.gflops or 0.0) for r, (_, o) in zip(results, scored, strict=True) if o == "ok")
@@ -179,7 +204,7 @@ class DgemmGflopsReward:
             log_extra("gflops", [r.gflops for r in results])
         if self.ctx.observer is not None:
             columns = {k: v for k, v in kwargs.items() if k not in _TRAINER_KWARGS}
-            self.ctx.observer(texts, results, rewards, {**columns, "permitted": list(permitted or [])})
+            self.ctx.observer(texts, results, rewards, {**columns, "permitted": list(permitted or []), "n": sizes})
         return rewards
 
     def _score(self, result: BenchResult, allowed: frozenset[str], reference: float | None) -> tuple[float, str]:
@@ -188,30 +213,42 @@ class DgemmGflopsReward:
             return penalty(Status.FORMAT_VIOLATION, self.ctx.params.reward), VIOLATION
         return shape_reward(result, self.ctx.params.reward, reference), result.status.value
 
-    def _benchmark(self, texts: Sequence[str]) -> tuple[list[BenchResult], BatchStats]:
-        """Submit every distinct text, fetch the reference meanwhile, then gather.
+    def _benchmark(self, texts: Sequence[str],
+                   sizes: Sequence[int]) -> tuple[list[BenchResult], list[float | None], BatchStats]:
+        """Submit every distinct (text, size), fetch the references meanwhile, then gather.
 
         Returns:
-            The results in batch order, and the batch's stats without outcomes and GFLOPS (the caller's part).
+            The results in batch order, each completion's reference figure (its timing node's at its size on agents,
+            else the tracker's at its size; None when the mode needs none), and the batch's stats without outcomes
+            and GFLOPS (the caller's part).
         """
         t0 = time.monotonic()
-        futures: dict[str, Future[BenchResult]] = {}
-        for text in texts:  # every job is queued before any result is awaited: the batch runs concurrently
-            if text not in futures:
-                futures[text] = self.executor.submit(text, self.n)
-        reference = None
+        futures: dict[tuple[str, int], Future[BenchResult]] = {}
+        for job in zip(texts, sizes, strict=True):  # every job is queued before any result is awaited
+            if job not in futures:
+                futures[job] = self.executor.submit(*job)
+        tracked: dict[int, float] = {}
         if self.ctx.reference is not None and needs_reference(self.ctx.params.reward):
-            reference = self.ctx.reference.gflops(self.n)  # cheap when fresh; else measured on a free slot
-        results = [futures[t].result() for t in texts]  # re-raises a BenchInfraError of any job
-        node_refs = [float(r.extra["node_reference_gflops"]) for r in results if "node_reference_gflops" in r.extra]
-        if reference is None and node_refs:  # logged: the median of the figures of the nodes that timed the batch
-            reference = statistics.median(node_refs)
+            # cheap when fresh; else measured on a free slot
+            tracked = {n: self.ctx.reference.gflops(n) for n in dict.fromkeys(sizes)}
+        results = [futures[job].result() for job in zip(texts, sizes, strict=True)]  # re-raises a BenchInfraError
+        node_refs: dict[int, list[float]] = {}
+        for r, n in zip(results, sizes, strict=True):
+            if "node_reference_gflops" in r.extra:
+                node_refs.setdefault(n, []).append(float(r.extra["node_reference_gflops"]))
+        # a result without its node's figure (agents attach it to verified kernels) takes the tracker's at its size,
+        # else the median of the nodes' figures at that size
+        fallback = {n: statistics.median(v) for n, v in node_refs.items()} | tracked
+        references = [float(r.extra["node_reference_gflops"]) if "node_reference_gflops" in r.extra
+                      else fallback.get(n) for r, n in zip(results, sizes, strict=True)]
+        known = [ref for ref in references if ref is not None]
         bench_s = time.monotonic() - t0
         # one engine run per distinct future: the executor hands identical in-flight kernels the same future
         runs = len({id(f) for f in futures.values() if not f.result().cached})
         hits = sum(r.cached for r in results)
         disturbed = sum(r.disturbed for r in results)
-        return results, BatchStats((), (), hits, runs, bench_s, reference, disturbed)
+        logged = statistics.median(known) if known else None
+        return results, references, BatchStats((), (), hits, runs, bench_s, logged, disturbed)
 
 
 @register_reward(NAME)

@@ -57,10 +57,10 @@ class RewardContext:
     """Everything a reward factory may use.
 
     Attributes:
-        params: the validated params.yaml (``dgemm_gflops`` reads ``reward`` and ``rl_dgemm``; the task rewards
+        params: the validated params.yaml (``dgemm_gflops`` reads ``reward``; the task rewards
             read ``task_reward``).
-        executor: the benchmark backend, built with the engine settings of ``rl_dgemm.bench_n``; None where no
-            reward benchmarks (a reward that needs one raises ``ConfigError`` when built without it).
+        executor: the benchmark backend (short timing; each kernel timed at the size it is submitted with); None
+            where no reward benchmarks (a reward that needs one raises ``ConfigError`` when built without it).
         reference: source of the reference GFLOPS; required when ``reward.mode`` is relative or log_speedup.
         observer: called with every scored batch by ``dgemm_gflops`` (the task rewards do not call it), or None.
     """

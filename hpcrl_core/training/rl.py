@@ -64,7 +64,7 @@ HEATMAP = "qd_archive.png"
 FINAL_DIR = "final"
 OWNED_FIELDS: dict[str, str] = {
     **{name: f"rl_dgemm.{name}" for name in RLDgemmParams.model_fields
-       if name not in ("trl", "warmup_ratio", "bench_n", "problems", "rewards", "sqd")},
+       if name not in ("trl", "warmup_ratio", "problems", "rewards", "sqd")},
     "warmup_steps": "rl_dgemm.warmup_ratio",
     "output_dir": "the stage's output folder (checkpoints/rl_dgemm)",
     "report_to": "the flow (report_to argument)",
@@ -140,9 +140,10 @@ class Rollouts:
 
 
 def _rendered(curriculum: SQDCurriculum, pid: str, stage: int) -> dict[str, Any]:
-    """The columns of a dataset row rendered at ``stage``: ``stage``, ``prompt`` and ``permitted``."""
+    """The columns of a dataset row rendered at ``stage``: ``stage``, ``prompt``, ``permitted`` and ``n`` (the size
+    the prompt asks for, at which the reward times the kernel)."""
     return {"stage": stage, "prompt": curriculum.prompt(pid, stage),
-            "permitted": sorted(str(t) for t in curriculum.permitted(pid, stage))}
+            "permitted": sorted(str(t) for t in curriculum.permitted(pid, stage)), "n": curriculum.problem(pid).n}
 
 
 class SQDGRPOTrainer(GRPOTrainer):
@@ -171,8 +172,8 @@ class SQDGRPOTrainer(GRPOTrainer):
 
 
 def rl_dataset(curriculum: SQDCurriculum) -> Dataset:
-    """One row per problem: ``problem_id``, its current ``stage``, prompt and permitted techniques (the trainer
-    re-renders all three at generation time, so the rows only fix which problems exist)."""
+    """One row per problem: ``problem_id``, its current ``stage``, prompt, permitted techniques and size ``n`` (the
+    trainer re-renders them at generation time, so the rows only fix which problems exist)."""
     rows = [{"problem_id": pid, **_rendered(curriculum, pid, curriculum.stage(pid))} for pid in curriculum.problem_ids]
     return Dataset.from_list(rows)
 
@@ -221,7 +222,7 @@ def build_rl_trainer(params: Params, data_dir: Path, sft_dir: Path, output_dir: 
     dataset = fitting_prompt_rows(rl_dataset(curriculum), model, tokenizer, rp.max_completion_length, "rl_dgemm")
     settings = settings or Settings()
     kind = params.reward.reference if needs_reference(params.reward) else None
-    executor = bench_backend(params.bench.for_many(rp.bench_n), settings, reference=kind)
+    executor = bench_backend(params.bench.for_many(), settings, reference=kind)
     # locally one node times everything: a tracker measures its reference; agents attach their node's to each result
     reference = (ReferenceTracker(executor, kind, params.reward.reference_ttl_s)
                  if kind and isinstance(executor, LocalExecutor) else None)

@@ -18,7 +18,7 @@ from hpcrl_core.bench.result import BenchResult, Status
 from hpcrl_core.config import Settings
 from hpcrl_core.evaluation.dgemm import evaluate_dgemm, model_block, problem_medians, rows_by_model
 from hpcrl_core.evaluation.plots import plot_gflops_distributions, plot_training_curves
-from tests.evaluation.test_runner import NAIVE, K, _eval_params, workspace  # noqa: F401  (fixture)
+from tests.evaluation.test_runner import EVAL_SIZES, NAIVE, K, _eval_params, workspace  # noqa: F401  (fixture)
 
 IKJ = ("```c\nvoid dgemm(int n, const double *A, const double *B, double *C) {\n"
        "  for (int i = 0; i < n; i++) {\n    for (int j = 0; j < n; j++) C[i*n+j] = 0.0;\n"
@@ -27,17 +27,29 @@ IKJ = ("```c\nvoid dgemm(int n, const double *A, const double *B, double *C) {\n
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
-def _ok(gflops: float) -> BenchResult:
-    return BenchResult(status=Status.OK, n=64, gflops=gflops)
+def _ok(gflops: float, n: int = 64, **extra: Any) -> BenchResult:
+    return BenchResult(status=Status.OK, n=n, gflops=gflops, extra=extra)
 
 
 def test_problem_medians_and_block_ratios() -> None:
     results = [[_ok(2.0), _ok(4.0), BenchResult(status=Status.WRONG_RESULT)], [BenchResult(status=Status.TIMEOUT)]]
     assert problem_medians(results) == [3.0, 0.0]
-    block = model_block(results, [["openmp"], []], numpy_gflops=8.0, peak_gflops=16.0)
+    block = model_block(results, [["openmp"], []], numpy={64: 8.0}, peak_gflops=16.0)
     assert block["verified_rate"] == pytest.approx(2 / 4) and block["gflops_best"] == 4.0
     assert block["best_vs_numpy"] == pytest.approx(0.5) and block["best_vs_peak"] == pytest.approx(0.25)
-    assert model_block(results, [[], []], 8.0, None)["best_vs_peak"] is None
+    assert block["best_vs_numpy_n"] == 64
+    assert model_block(results, [[], []], {64: 8.0}, None)["best_vs_peak"] is None
+
+
+def test_best_vs_numpy_compares_each_kernel_with_numpy_at_its_own_size() -> None:
+    # 12 GFLOPS where numpy makes 10 beats 30 where numpy makes 40; an agent's result carries its node's figure
+    results = [[_ok(12.0, n=32)], [_ok(30.0, n=64)], [_ok(9.0, n=48, node_reference_gflops=6.0)]]
+    block = model_block(results, [[], [], []], {32: 10.0, 64: 40.0, 48: 100.0}, None)
+    assert block["gflops_best"] == 30.0
+    assert block["best_vs_numpy"] == pytest.approx(1.5) and block["best_vs_numpy_n"] == 48
+    assert model_block(results[:2], [[], []], {32: 10.0, 64: 40.0}, None)["best_vs_numpy"] == pytest.approx(1.2)
+    nothing = model_block(results[:2], [[], []], {}, None)  # no numpy figure at either size: no ratio
+    assert nothing["best_vs_numpy"] == 0.0 and nothing["best_vs_numpy_n"] is None
 
 
 def test_two_models_compared_on_the_held_out_problems(workspace: tuple[Path, Path],  # noqa: F811
@@ -52,7 +64,7 @@ def test_two_models_compared_on_the_held_out_problems(workspace: tuple[Path, Pat
     for name in kernels:
         (tmp_path / name).mkdir()
     monkeypatch.setattr("hpcrl_core.evaluation.dgemm.sample_model", fake_sample)
-    params = _eval_params(bench_n=128)
+    params = _eval_params()
     # the corpus: the naive kernel (no technique: every problem permits it) and i-k-j (loop_reorder: neither of
     # the two problems, which permit {openmp, simd} and {openmp}, does); both are timed again in this run
     data = tmp_path / "data"
@@ -67,7 +79,11 @@ def test_two_models_compared_on_the_held_out_problems(workspace: tuple[Path, Pat
     assert rl["gflops_median"] > sft["gflops_median"] > 0  # i-k-j streams B's rows; the naive kernel strides
     assert rl["winrate_vs_sft"] == 1.0 and "winrate_vs_sft" not in sft
     oracle = report["oracle"]
-    assert oracle["problems_with_oracle"] == 2 and oracle["corpus_verified"] == 2 and oracle["bench_n"] == 128
+    assert oracle["problems_with_oracle"] == 2 and oracle["corpus_verified"] == 2
+    assert oracle["sizes"] == sorted(EVAL_SIZES) and oracle["corpus_timings"] == 2 * len(EVAL_SIZES)
+    # every kernel, the models' and the corpus's, was timed at the size its problem asks for
+    assert [row["n"] for row in oracle["table"]] == list(EVAL_SIZES)
+    assert [row["n"] for row in rows if row["model"] == "rl"] == [n for n in EVAL_SIZES for _ in range(K)]
     assert [row["oracle_kernel"] for row in oracle["table"]] == ["naive", "naive"]  # i-k-j is not permitted
     assert all(row["oracle_gflops"] != 999.0 for row in oracle["table"])  # measured now, not read from the file
     assert sft["oracle_ratio"] == pytest.approx(1.0, rel=0.2)
@@ -76,9 +92,11 @@ def test_two_models_compared_on_the_held_out_problems(workspace: tuple[Path, Pat
     assert rl["oracle_ratio"] == 0.0 and rl["respect_rate"] == 0.0
     assert sft["distinct_kernels"] == rl["distinct_kernels"] == 1
     # the oracle (naive) is no faster than SFT's median (naive) on either problem: no headroom to close
-    assert oracle["corpus_cached"] == 2 and sft["oracle_ratio"] == 1.0  # the same sources: cached results
+    assert oracle["corpus_cached"] == 2 * len(EVAL_SIZES) and sft["oracle_ratio"] == 1.0  # the same sources: cached
     assert rl["headroom_excluded"] == 2 and rl["headroom_closed"] is None
-    assert rl["best_vs_numpy"] > 0 and report["meta"]["numpy_gflops"] > 0 and report["meta"]["problems"] == 2
+    assert rl["best_vs_numpy"] > 0 and report["meta"]["problems"] == 2
+    assert set(report["meta"]["numpy_gflops"]) == {str(n) for n in EVAL_SIZES}
+    assert all(g > 0 for g in report["meta"]["numpy_gflops"].values())
     by_model = rows_by_model(rows)
     assert len(by_model["rl"]) == 2 * K and by_model["rl"][0]["status"] == "ok"
     assert "C[i*n+j] += a" in by_model["rl"][0]["completion"] and by_model["rl"][0]["model"] == "rl"

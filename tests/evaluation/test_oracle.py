@@ -8,7 +8,8 @@ Run: ``.venv/bin/python -m pytest tests/evaluation/test_oracle.py -q``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +35,13 @@ from hpcrl_core.evaluation.report import write_report
 PLAIN = "void dgemm(int n, const double *A, const double *B, double *C) { /* plain */ }"
 
 
-def _ok(gflops: float, *techniques: str, cached: bool = False) -> BenchResult:
-    return BenchResult(status=Status.OK, n=64, gflops=gflops, techniques=tuple(sorted(techniques)), cached=cached)
+def _ok(gflops: float, *techniques: str, cached: bool = False, n: int = 64) -> BenchResult:
+    return BenchResult(status=Status.OK, n=n, gflops=gflops, techniques=tuple(sorted(techniques)), cached=cached)
+
+
+def _everywhere(problems: Sequence[Any], results: list[BenchResult]) -> dict[int, list[BenchResult]]:
+    """The same corpus results at every size the problems ask for."""
+    return {int(p.metadata["n"]): results for p in problems}
 
 
 def _corpus(*names: str) -> list[CorpusEntry]:
@@ -48,13 +54,24 @@ def test_the_oracle_is_the_fastest_verified_kernel_the_problem_permits() -> None
                BenchResult(status=Status.WRONG_RESULT, gflops=None, techniques=("cache_blocking",)),
                _ok(1.0, "cache_blocking")]
     permitted = [[], ["openmp"], ["openmp", "simd"], ["cache_blocking"], ["simd"]]
-    oracles = select_oracles(corpus, results, permitted)
+    oracles = select_oracles(corpus, {64: results}, permitted, [64] * 5)
     assert [o.kernel for o in oracles] == ["plain", "omp", "omp_simd", "plain", "plain"]
     assert [o.gflops for o in oracles] == [3.0, 10.0, 20.0, 3.0, 3.0]  # the failed blocked kernel never counts
     assert oracles[2].techniques == ("openmp", "simd")
     # no plain kernel: a problem that permits nothing the corpus uses has no oracle, not a number
-    none = select_oracles(corpus[1:3], results[1:3], [[], ["simd"], ["openmp"]])
+    none = select_oracles(corpus[1:3], {64: results[1:3]}, [[], ["simd"], ["openmp"]], [64] * 3)
     assert none[0] == none[1] == Oracle() and none[2].kernel == "omp"
+
+
+def test_each_problem_takes_its_oracle_at_its_own_size() -> None:
+    corpus = _corpus("tiled", "streamed")
+    # the tiled kernel wins at 96, loses at 80 (its tile meets an edge); no results at 112
+    results = {96: [_ok(30.0, "cache_blocking", n=96), _ok(20.0, "loop_reorder", n=96)],
+               80: [_ok(12.0, "cache_blocking", n=80), _ok(19.0, "loop_reorder", n=80)]}
+    both = ["cache_blocking", "loop_reorder"]
+    oracles = select_oracles(corpus, results, [both, both, both, ["cache_blocking"]], [96, 80, 112, 80])
+    assert [(o.kernel, o.gflops) for o in oracles] == [("tiled", 30.0), ("streamed", 19.0), (None, None),
+                                                       ("tiled", 12.0)]
 
 
 def test_ratios_and_headroom_on_known_numbers() -> None:
@@ -90,20 +107,25 @@ def test_distinct_kernels_counts_verified_sources_up_to_layout_and_comments() ->
 
 class _CountingBackend:
     def __init__(self) -> None:
-        self.seen: list[str] = []
+        self.seen: list[tuple[str, int | None]] = []
 
-    def map(self, completions: Iterable[str | bytes], n: int | None = None, progress: Any = None) -> list[BenchResult]:
-        codes = [str(c) for c in completions]
-        self.seen += codes
-        return [_ok(float(i + 1)) for i in range(len(codes))]
+    def submit(self, completion: str | bytes, n: int | None = None) -> Future[BenchResult]:
+        self.seen.append((str(completion), n))
+        fut: Future[BenchResult] = Future()
+        fut.set_result(_ok(float(len(self.seen)), n=n or 0))
+        return fut
 
 
-def test_each_distinct_corpus_source_is_timed_once() -> None:
+def test_each_distinct_corpus_source_is_timed_once_per_size() -> None:
     corpus = [CorpusEntry("a", PLAIN), CorpusEntry("b", "void dgemm(void) {}"),
               CorpusEntry("a_copy", PLAIN.replace("/* plain */", "\n"))]
     backend = _CountingBackend()
-    results = time_corpus(backend, corpus, 64)  # type: ignore[arg-type]
-    assert len(backend.seen) == 2 and results[0] is results[2] and results[1].gflops == 2.0
+    results = time_corpus(backend, corpus, [64, 48, 64])  # type: ignore[arg-type]
+    assert sorted(n for _, n in backend.seen) == [48, 48, 64, 64], "two sources, two sizes, each pair once"
+    assert set(results) == {64, 48}
+    for n, res in results.items():
+        assert res[0] is res[2] and all(r.n == n for r in res)
+    assert results[64][1].gflops == 2.0 and results[48][1].gflops == 4.0
 
 
 def test_read_corpus_missing_and_malformed(tmp_path: Path) -> None:
@@ -122,12 +144,12 @@ def test_kernels_using_a_forbidden_technique_do_not_count_towards_the_oracle() -
     permitted = [list(p.metadata["permitted"]) for p in problems]
     forbidden = next(t for t in ("openmp", "simd", "cache_blocking", "register_blocking", "loop_reorder")
                      if t not in permitted[0])
-    corpus, corpus_results = _corpus("plain"), [_ok(10.0)]
+    corpus, corpus_results = _corpus("plain"), _everywhere(problems, [_ok(10.0)])
     # rl's fast kernels on the first problem use a technique it forbids; sft's plain kernels respect it
     results = {"sft": [[_ok(2.0), _ok(2.0)], [_ok(5.0)]],
                "rl": [[_ok(40.0, forbidden), _ok(40.0, forbidden), _ok(3.0)], [_ok(5.0)]]}
     samples = {name: [[PLAIN] * len(g) for g in res] for name, res in results.items()}
-    report: dict[str, Any] = {name: model_block(res, permitted, 16.0, None) for name, res in results.items()}
+    report: dict[str, Any] = {name: model_block(res, permitted, {64: 16.0}, None) for name, res in results.items()}
     block = add_yardstick(report, problems, results, samples, corpus, corpus_results)
     first = block["table"][0]
     assert (first["rl_median"], first["rl_best"], first["rl_ratio"]) == (3.0, 3.0, 0.3)  # not 40 / 10 = 4.0
@@ -139,17 +161,20 @@ def test_report_blocks_gain_the_yardstick_and_flatten_to_numbers(tmp_path: Path)
     problems = [problem_record(p) for p in make_problems("eval", 0, 3)]  # permitted: {openmp, simd}, {openmp}, ...
     permitted = [list(p.metadata["permitted"]) for p in problems]
     corpus = _corpus("plain", "omp")
-    corpus_results = [_ok(4.0, cached=True), _ok(8.0, "openmp")]
+    corpus_results = _everywhere(problems, [_ok(4.0, cached=True), _ok(8.0, "openmp")])
+    sizes = sorted(corpus_results)
     results = {"sft": [[_ok(2.0), BenchResult(status=Status.WRONG_RESULT)], [_ok(4.0)], [_ok(1.0)]],
                "rl": [[_ok(6.0), _ok(6.0)], [_ok(8.0)], [_ok(3.0)]]}
     samples = {"sft": [[PLAIN, "x"], [PLAIN], [PLAIN]],
                "rl": [[PLAIN, PLAIN], [PLAIN.replace("/* plain */", "int a;")], [PLAIN]]}
-    report: dict[str, Any] = {name: model_block(res, permitted, 16.0, None) for name, res in results.items()}
+    report: dict[str, Any] = {name: model_block(res, permitted, {64: 16.0}, None) for name, res in results.items()}
     block = add_yardstick(report, problems, results, samples, corpus, corpus_results)
     assert block["problems_with_oracle"] + block["problems_without_oracle"] == 3
-    assert block["corpus_distinct"] == 2 and block["corpus_verified"] == 2 and block["corpus_cached"] == 1
+    assert block["corpus_distinct"] == 2 and block["corpus_verified"] == 2
+    assert block["corpus_timings"] == 2 * len(sizes) and block["corpus_cached"] == len(sizes)
     first = block["table"][0]
     assert first["problem_id"] == problems[0].metadata["problem_id"] and first["oracle_kernel"] == "omp"
+    assert first["n"] == problems[0].metadata["n"]
     assert (first["sft_median"], first["sft_best"], first["rl_median"], first["rl_ratio"]) == (2.0, 2.0, 6.0, 0.75)
     assert report["sft"]["distinct_kernels"] == 1 and report["rl"]["distinct_kernels"] == 2
     assert "headroom_closed" in report["rl"] and "headroom_closed" not in report["sft"]
@@ -159,5 +184,5 @@ def test_report_blocks_gain_the_yardstick_and_flatten_to_numbers(tmp_path: Path)
     assert metrics["rl.oracle_ratio"] == report["rl"]["oracle_ratio"] and metrics["oracle.problems_with_oracle"] >= 1
     assert not any(k.startswith("oracle.table") for k in metrics)
     write_report(report, tmp_path / "eval_dgemm.json")  # no NaN anywhere
-    missing = add_yardstick({"sft": {}, "rl": {}}, problems, results, samples, None, [])
+    missing = add_yardstick({"sft": {}, "rl": {}}, problems, results, samples, None, {})
     assert missing["problems_without_oracle"] == 3 and "corpus.jsonl is missing" in missing["note"]

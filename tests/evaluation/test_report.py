@@ -30,7 +30,8 @@ EVAL = {"sft": {"verified_rate": 0.897, "respect_rate": 1.0, "gflops_median": 14
                "best_vs_numpy": 0.42, "winrate_vs_sft": 0.93, "oracle_ratio": 0.74, "oracle_ratio_rich": 0.3,
                "headroom_closed": 0.51, "distinct_kernels": 17},
         "oracle": {"problems_with_oracle": 78, "problems_without_oracle": 2, "corpus_distinct": 250,
-                   "corpus_verified": 249, "corpus_cached": 240, "bench_n": 256, "table": []},
+                   "corpus_verified": 249, "corpus_cached": 240, "corpus_timings": 1000,
+                   "sizes": [208, 240, 272, 304], "table": []},
         "meta": {"problems": 80}}
 
 
@@ -45,7 +46,8 @@ def test_headline_reads_fixed_keys_from_both_reports() -> None:
 
 def test_oracle_line_states_coverage_or_its_absence() -> None:
     line = oracle_line(EVAL)
-    assert "78 of 80 problems" in line and "2 without" in line and "n=256" in line and "240 from the result" in line
+    assert "78 of 80 problems" in line and "2 without" in line and "n=208,240,272,304" in line
+    assert "240 of 1000 timings from the result cache" in line
     assert "none in this report" in oracle_line({"sft": {}, "rl": {}}) and "none" in oracle_line(None)
 
 

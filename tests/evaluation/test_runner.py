@@ -57,6 +57,8 @@ def test_dgemm_metrics_without_verified_kernels_is_all_zero_not_an_error() -> No
         dgemm_metrics([BenchResult(status=Status.OK)] * 3, [[]])
 
 
+EVAL_SIZES = (96, 128)  # the two held-out problems of the workspace ask for these sizes, one each
+
 def _race_eval(family: str) -> list[Record]:
     return [Record(family=family, prompt=messages(None, f"Does program {i} contain a data race?"),
                    completion=assistant(label), answer=label) for i, label in enumerate(("yes", "no", "yes"))]
@@ -69,7 +71,8 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     data_dir = make_data(root / "data")
     for family in ("race_c", "race_fortran"):
         write_jsonl(data_dir / family / "eval.jsonl", _race_eval(family))
-    write_jsonl(data_dir / "dgemm" / "problems_eval.jsonl", [problem_record(p) for p in make_problems("eval", 0, 2)])
+    write_jsonl(data_dir / "dgemm" / "problems_eval.jsonl",
+                [problem_record(p) for p in make_problems("eval", 0, 2, EVAL_SIZES)])
     model, tokenizer = load_policy(make_params().model, data_dir, seed=3)
     model_dir = root / "model"
     model.save_pretrained(str(model_dir))
@@ -118,7 +121,8 @@ def test_evaluate_policy_report_is_well_formed(workspace: tuple[Path, Path], ben
     assert d["problems"] == 2 and d["k"] == K and sum(d["status_counts"].values()) == 2 * K == d["samples"]
     for key in ("compile_rate", "verified_rate", "respect_rate", "ok_respect_rate"):
         assert 0.0 <= d[key] <= 1.0, key
-    assert d["gflops_median"] >= 0.0 and d["bench_n"] == 256
+    assert d["gflops_median"] >= 0.0 and d["sizes"] == sorted(EVAL_SIZES)
+    assert "each kernel benchmarked at its problem's n" in report["meta"]["bench_note"]
     race = report["race"]
     assert race["n"] == 6 and race["n_race_c"] == race["n_race_fortran"] == 3
     assert all(0.0 <= race[k] <= 1.0 for k in ("f1", "precision", "recall"))
@@ -210,7 +214,7 @@ def test_missing_eval_files_are_null_with_a_note(workspace: tuple[Path, Path], b
 
 def test_eval_params_defaults_and_bounds() -> None:
     ep = parse_params({}).evaluate
-    assert (ep.samples_per_problem, ep.max_problems, ep.temperature, ep.bench_n) == (4, 80, 0.2, 256)
+    assert (ep.samples_per_problem, ep.max_problems, ep.temperature) == (4, 80, 0.2)
     assert (ep.dgemm_max_new_tokens, ep.qa_max_new_tokens, ep.batch_size) == (600, 128, 8)
     assert ep.max_items_per_family == 300  # every held-out set of the default data (MLPerf: 273 items)
     with pytest.raises(ConfigError, match=r"evaluate\.samples_per_problem"):

@@ -36,12 +36,18 @@ NAIVE = f"```c\n{SIG} {{{LOOPS}\n```"
 OMP = f"```c\n{SIG} {{\n#pragma omp parallel for{LOOPS}\n```"
 WRONG = f"```c\n{SIG} {{ C[0] = 1.0; }}\n```"
 BROKEN = f"```c\n{SIG} {{ C[0] = ; }}\n```"
+N = 64
 LADDER = {"format_violation": -100.0, "compile_error": -40.0, "timeout": -30.0, "runtime_error": -20.0,
           "wrong_result": -10.0}
 
 
 def _params(**reward: Any) -> Params:
-    return parse_params({"rl_dgemm": {"bench_n": 64}, "reward": {"mode": "gflops", "scale": 1.0, **reward}})
+    return parse_params({"reward": {"mode": "gflops", "scale": 1.0, **reward}})
+
+
+def _n(count: int) -> list[int]:
+    """The ``n`` column of a batch of ``count`` completions whose prompts ask for n = 64."""
+    return [N] * count
 
 
 def _variant(i: int) -> str:
@@ -77,8 +83,8 @@ def scored(executor: LocalExecutor) -> tuple[list[float], Recorder, DgemmGflopsR
     assert isinstance(fn, DgemmGflopsReward)
     completions = [NAIVE, WRONG, BROKEN, OMP, [{"role": "assistant", "content": OMP}], "no code here"]
     permitted: list[list[str]] = [[], [], [], [], ["openmp"], ["simd"]]
-    rewards = fn(prompts=["p"] * 6, completions=completions, permitted=permitted, log_metric=rec.metrics.__setitem__,
-                 problem_id=[f"p{i}" for i in range(6)])
+    rewards = fn(prompts=["p"] * 6, completions=completions, permitted=permitted, n=_n(6),
+                 log_metric=rec.metrics.__setitem__, problem_id=[f"p{i}" for i in range(6)])
     return rewards, rec, fn
 
 
@@ -104,6 +110,7 @@ def test_observer_gets_aligned_results(scored: tuple[list[float], Recorder, Dgem
                                            Status.OK, Status.FORMAT_VIOLATION]
     assert results[3].techniques == ("openmp",)
     assert columns["problem_id"] == [f"p{i}" for i in range(6)] and len(columns["permitted"]) == 6
+    assert columns["n"] == _n(6) and all(r.n == N for r in results)
     assert "prompts" not in columns
 
 
@@ -128,11 +135,11 @@ def test_duplicates_are_benchmarked_once_and_then_cached(executor: LocalExecutor
     assert isinstance(fn, DgemmGflopsReward)
     kernel = _variant(11)
     before = executor.completed
-    first = fn(completions=[kernel] * 4, permitted=[[]] * 4)
+    first = fn(completions=[kernel] * 4, permitted=[[]] * 4, n=_n(4))
     assert executor.completed - before == 1
     assert len(set(first)) == 1 and first[0] > 0
     assert fn.last_stats is not None and fn.last_stats.runs == 1 and fn.last_stats.cache_hits == 0
-    again = fn(completions=[kernel] * 2, permitted=[[]] * 2)
+    again = fn(completions=[kernel] * 2, permitted=[[]] * 2, n=_n(2))
     assert executor.completed - before == 1, "a finished kernel is answered from the cache"
     assert again == first[:2] and fn.last_stats.cache_hits == 2 and fn.last_stats.runs == 0
 
@@ -143,7 +150,7 @@ def test_relative_mode_divides_by_the_reference(executor: LocalExecutor) -> None
     rec = Recorder()
     ref = ReferenceTracker(executor, "naive", params.reward.reference_ttl_s)
     fn = get_reward("dgemm_gflops")(RewardContext(params, executor, ref, rec.observe))
-    [reward] = fn(completions=[_variant(12)], permitted=[[]], log_metric=rec.metrics.__setitem__)
+    [reward] = fn(completions=[_variant(12)], permitted=[[]], n=_n(1), log_metric=rec.metrics.__setitem__)
     [(_, [result], _, _)] = rec.batches
     assert result.ok and result.gflops
     assert reward == pytest.approx(10.0 * result.gflops / rec.metrics["reward/reference_gflops"])
@@ -177,28 +184,90 @@ def test_infrastructure_faults_propagate(at_submit: bool) -> None:
     rec = Recorder()
     fn = DgemmGflopsReward(RewardContext(_params(), FakeExecutor(at_submit), observer=rec.observe))
     with pytest.raises(BenchInfraError):
-        fn(completions=[NAIVE, WRONG], permitted=[[], []])
+        fn(completions=[NAIVE, WRONG], permitted=[[], []], n=_n(2))
     assert not rec.batches and fn.last_stats is None, "no reward may come out of a broken benchmark"
 
 
 def test_reference_faults_propagate() -> None:
     fn = DgemmGflopsReward(RewardContext(_params(mode="relative"), FakeExecutor(False), FakeReference()))
     with pytest.raises(BenchInfraError, match="numpy"):
-        fn(completions=[NAIVE], permitted=[[]])
+        fn(completions=[NAIVE], permitted=[[]], n=_n(1))
 
 
 def test_permitted_column_is_required_and_checked() -> None:
     ex = FakeExecutor(False)
     fn = DgemmGflopsReward(RewardContext(_params(), ex))
     with pytest.raises(ConfigError, match="needs the dataset column 'permitted'"):
-        fn(completions=[NAIVE], problem_id=["p0"])
+        fn(completions=[NAIVE], problem_id=["p0"], n=_n(1))
     with pytest.raises(ConfigError, match="one entry per completion; got 1 entries for 2"):
-        fn(completions=[NAIVE, NAIVE], permitted=[[]])
+        fn(completions=[NAIVE, NAIVE], permitted=[[]], n=_n(2))
     with pytest.raises(DataError, match="unknown technique 'omp'"):
-        fn(completions=[NAIVE], permitted=[["omp"]])
+        fn(completions=[NAIVE], permitted=[["omp"]], n=_n(1))
     with pytest.raises(DataError, match="list of technique names"):
-        fn(completions=[NAIVE], permitted=["openmp"])
+        fn(completions=[NAIVE], permitted=["openmp"], n=_n(1))
     assert ex.submitted == 0, "a malformed batch must fail before anything is benchmarked"
+
+
+def test_n_column_is_required_and_checked() -> None:
+    ex = FakeExecutor(False)
+    fn = DgemmGflopsReward(RewardContext(_params(), ex))
+    with pytest.raises(ConfigError, match="needs the dataset column 'n'"):
+        fn(completions=[NAIVE], permitted=[[]])
+    with pytest.raises(ConfigError, match="one size per completion; got 1 entries for 2"):
+        fn(completions=[NAIVE, NAIVE], permitted=[[], []], n=[64])
+    with pytest.raises(ConfigError, match="got a string"):
+        fn(completions=[NAIVE], permitted=[[]], n="64")
+    for bad in (0, -3, 64.5, "64", None, True):
+        with pytest.raises(DataError, match=r"n\[0\] is .* a matrix size"):
+            fn(completions=[NAIVE], permitted=[[]], n=[bad])
+    assert ex.submitted == 0, "a malformed batch must fail before anything is benchmarked"
+
+
+@pytest.mark.integration
+def test_each_kernel_is_timed_at_the_size_its_prompt_asks_for(executor: LocalExecutor) -> None:
+    rec = Recorder()
+    fn = DgemmGflopsReward(RewardContext(_params(), executor, observer=rec.observe))
+    kernel = _variant(13)
+    before = executor.completed
+    rewards = fn(completions=[kernel, kernel, kernel], permitted=[[], [], []], n=[48, 80, 48])
+    [(_, results, _, columns)] = rec.batches
+    assert [r.n for r in results] == [48, 80, 48] and columns["n"] == [48, 80, 48]
+    assert executor.completed - before == 2, "one run per distinct (kernel, size)"
+    assert rewards[0] == rewards[2] and all(r > 0 for r in rewards)
+
+
+class SizedReference:
+    """numpy's figure grows with the size here: 10 GFLOPS per 32 of n."""
+
+    kind = "numpy"
+
+    def __init__(self) -> None:
+        self.asked: list[int] = []
+
+    def gflops(self, n: int) -> float:
+        self.asked.append(n)
+        return 10.0 * n / 32
+
+
+class FixedExecutor:
+    """Every kernel verified at 12 GFLOPS, at the size it was submitted with."""
+
+    def submit(self, completion: str | bytes, n: int | None = None) -> Future[BenchResult]:
+        fut: Future[BenchResult] = Future()
+        fut.set_result(BenchResult(Status.OK, n=n or 0, gflops=12.0))
+        return fut
+
+
+def test_relative_rewards_divide_by_the_reference_at_each_kernels_size() -> None:
+    ref = SizedReference()
+    metrics: dict[str, float] = {}
+    fn = DgemmGflopsReward(RewardContext(_params(mode="relative", scale=10.0), FixedExecutor(), ref))
+    small, large, small_again = fn(completions=[NAIVE, OMP, WRONG], permitted=[[], ["openmp"], []], n=[32, 96, 32],
+                                   log_metric=metrics.__setitem__)
+    assert sorted(ref.asked) == [32, 96], "one reference figure per size in the batch"
+    assert small == pytest.approx(10.0 * 12 / 10) and large == pytest.approx(10.0 * 12 / 30)
+    assert small_again == small
+    assert metrics["reward/reference_gflops"] == pytest.approx(10.0)  # logged: the median over the completions
 
 
 def test_relative_mode_needs_a_matching_reference() -> None:
@@ -245,7 +314,7 @@ def test_relative_rewards_use_the_reference_of_the_node_that_timed_each_kernel()
     rec = Recorder()
     fn = DgemmGflopsReward(RewardContext(_params(mode="relative", scale=10.0), TwoNodeExecutor(),
                                          observer=rec.observe))  # no tracker: each result carries its node's figure
-    fast_node, slow_node = fn(completions=[_variant(0), _variant(1)], permitted=[[], []],
+    fast_node, slow_node = fn(completions=[_variant(0), _variant(1)], permitted=[[], []], n=_n(2),
                               log_metric=rec.metrics.__setitem__)
     assert (fast_node, slow_node) == (pytest.approx(5.0), pytest.approx(10.0))  # 12/24 and 12/12 of the scale
     assert rec.metrics["reward/reference_gflops"] == pytest.approx(18.0)  # logged: the median of the two

@@ -53,7 +53,8 @@ class Sample:
 
 
 SAMPLES: dict[str, Sample] = {
-    "dgemm_gflops": Sample([KERNEL, KERNEL, "I cannot write C."], {"permitted": [[], [], ["openmp"]]}, bench=True),
+    "dgemm_gflops": Sample([KERNEL, KERNEL, "I cannot write C."], {"permitted": [[], [], ["openmp"]], "n": [64] * 3},
+                           bench=True),
     "race_verdict": Sample(["yes", "yes", "I think so, yes."], {"family": ["race_c", "race_c", "race_fortran"],
                                                                "answer": ["yes"] * 3}),
     "mlperf_tiered": Sample(["ImageNet", "ImageNet", "COCO"], {"answer": ["ImageNet"] * 3,
@@ -102,7 +103,7 @@ def test_every_reward_has_a_contract_sample() -> None:
 
 @pytest.mark.parametrize("name", _cases())
 def test_reward_contract(name: str, request: pytest.FixtureRequest) -> None:
-    params = parse_params({"rl_dgemm": {"bench_n": 64}, "reward": {"mode": "relative", "reference": "naive"}})
+    params = parse_params({"reward": {"mode": "relative", "reference": "naive"}})
     sample = SAMPLES[name]
     if sample.bench:
         executor: LocalExecutor = request.getfixturevalue("executor")

@@ -30,7 +30,7 @@ from tests.models import TINY, sample_tokenizer
 
 def rl_params(**rl: Any) -> Params:
     defaults: dict[str, Any] = {"max_steps": 2, "per_device_train_batch_size": 2, "num_generations": 2,
-                                "max_completion_length": 16, "save_steps": 1, "problems": 2, "bench_n": 32,
+                                "max_completion_length": 16, "save_steps": 1, "problems": 2,
                                 "learning_rate": 1e-3, "sqd": {"window": 1, "start_stage": 0}}
     return parse_params({"bench": FAST_BENCH, "reward": {"mode": "gflops"}, "rl_dgemm": {**defaults, **rl}})
 
@@ -167,9 +167,12 @@ def test_rollouts_count_distinct_completions_per_group() -> None:
     assert rollouts.stats() == {"rollouts/distinct_per_group": 2.0, "rollouts/distinct_share": 1.0}  # last batch
 
 
-def test_dataset_rows_carry_the_current_stage() -> None:
-    problems = make_problems("train", 0, 3)
+def test_dataset_rows_carry_the_current_stage_and_the_size_the_prompt_asks_for() -> None:
+    problems = make_problems("train", 0, 3, (48, 80))
     cur = SQDCurriculum(problems, SQDParams(start_stage=None, max_stage=None), seed=0)
     rows = rl_dataset(cur).to_list()
     assert [r["stage"] for r in rows] == [cur.stage(r["problem_id"]) for r in rows]
     assert all(r["permitted"] == sorted(str(t) for t in cur.permitted(r["problem_id"])) for r in rows)
+    by_id = {p.id: p for p in problems}
+    assert [r["n"] for r in rows] == [by_id[r["problem_id"]].n for r in rows]  # the reward times the kernel there
+    assert all(f"tune it for n = {r['n']}." in r["prompt"][-1]["content"] for r in rows)

@@ -31,7 +31,13 @@ from typing import Any
 
 from hpcrl_core.bench.executor import LocalExecutor
 from hpcrl_core.bench.techniques import Technique, parse_techniques
-from hpcrl_core.data.dgemm.problems import EVAL_SIZES, HELD_OUT_PERMITTED, Problem, problem_metadata, problem_prompt
+from hpcrl_core.data.dgemm.problems import (
+    HELD_OUT_PERMITTED,
+    Problem,
+    problem_metadata,
+    problem_prompt,
+    split_and_seed,
+)
 from hpcrl_core.data.dgemm.variants import Variant
 from hpcrl_core.data.schema import Record, assistant
 from hpcrl_core.data.stable import stable_unit, weighted_key
@@ -107,8 +113,8 @@ def benchmark_variants(variants: Sequence[Variant], executor: LocalExecutor, n: 
 
 def _check_train(problems: Sequence[Problem]) -> None:
     for p in problems:
-        if p.permitted in HELD_OUT_PERMITTED or p.n in EVAL_SIZES:
-            raise DataError(f"problem {p.id} looks like an eval problem (permitted {_names(p.permitted)}, n={p.n}); "
+        if p.permitted in HELD_OUT_PERMITTED or split_and_seed(p.id)[0] == "eval":
+            raise DataError(f"problem {p.id} looks like an eval problem (permitted {_names(p.permitted)}); "
                             "pair kernels with train problems only (make_problems('train', ...))")
 
 
@@ -163,7 +169,7 @@ def sft_records(kernels: Sequence[CorpusKernel], problems: Sequence[Problem], se
         Records in problem order: the problem's prompt, the kernel in one ```c block as completion.
 
     Raises:
-        DataError: a problem with a held-out permitted set or an eval size.
+        DataError: a problem with a held-out permitted set or an eval id.
     """
     _check_train(problems)
     chosen = _assign(kernels, problems, seed, per_kernel)

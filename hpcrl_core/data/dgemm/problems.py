@@ -5,7 +5,8 @@ the rest forbidden (stage 0: a plain kernel; stage 5: anything). The prompt stat
 defines every technique in one line that follows the detector's rules (``hpcrl_core.bench.techniques``).
 
 Train and eval problems differ twice:
-- sizes: train n in ``TRAIN_SIZES``, eval n in ``EVAL_SIZES`` (disjoint);
+- sizes: train n from ``prepare.dgemm.train_sizes``, eval n from ``prepare.dgemm.eval_sizes`` (disjoint; defaults
+  ``TRAIN_SIZES`` and ``EVAL_SIZES``). The prompt asks for n and rewards and evaluation time the kernel at n;
 - permitted sets: the six sets in ``HELD_OUT_PERMITTED`` (every technique is in one; never the empty or the full
   set) are eval-only. Train problems never have one; every other eval problem (even index) has one, cycling
   through the six, the odd ones are drawn like train problems. So eval measures both new sizes and technique
@@ -20,16 +21,16 @@ from __future__ import annotations
 import random
 import re
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from hpcrl_core.bench.techniques import ALL_TECHNIQUES, Technique
+from hpcrl_core.config.prepare import EVAL_SIZES, TRAIN_SIZES
 from hpcrl_core.data.schema import Record, messages
 from hpcrl_core.errors import ConfigError, DataError
 
 T = Technique
-TRAIN_SIZES: tuple[int, ...] = (256, 384, 512, 640, 768)
-EVAL_SIZES: tuple[int, ...] = (320, 448, 576, 704)
 SPLITS: tuple[str, ...] = ("train", "eval")
 HELD_OUT_PERMITTED: tuple[frozenset[Technique], ...] = (
     frozenset({T.OPENMP, T.SIMD}),
@@ -97,26 +98,29 @@ def _draw_held_out(rng: random.Random, permitted: frozenset[Technique]) -> tuple
     return tuple(first + rest), len(permitted)
 
 
-def make_problems(split: str, seed: int, count: int) -> list[Problem]:
+def make_problems(split: str, seed: int, count: int, sizes: Sequence[int] | None = None) -> list[Problem]:
     """Draw ``count`` problems of a split (see the module docstring for how train and eval differ).
 
     Args:
         split: "train" or "eval".
-        seed: the same (split, seed, count) gives the same problems.
+        seed: the same (split, seed, count, sizes) gives the same problems.
         count: how many (>= 0).
+        sizes: the matrix sizes drawn from; None: ``TRAIN_SIZES`` or ``EVAL_SIZES`` by split.
 
     Returns:
         Problems with ids ``dgemm-<split>-s<seed>-<index>``.
 
     Raises:
-        ConfigError: an unknown split or a negative count.
+        ConfigError: an unknown split, a negative count or no sizes.
     """
     if split not in SPLITS:
         raise ConfigError(f"unknown split {split!r}; allowed: {', '.join(SPLITS)}")
     if count < 0:
         raise ConfigError(f"problem count must be >= 0, got {count}")
     rng = random.Random(f"dgemm-problems:{split}:{seed}")
-    sizes = TRAIN_SIZES if split == "train" else EVAL_SIZES
+    sizes = tuple(sizes) if sizes is not None else (TRAIN_SIZES if split == "train" else EVAL_SIZES)
+    if not sizes or any(n < 1 for n in sizes):
+        raise ConfigError(f"problem sizes must be positive matrix sizes, at least one; got {list(sizes)}")
     out = []
     for idx in range(count):
         if split == "eval" and idx % 2 == 0:

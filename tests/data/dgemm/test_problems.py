@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from hpcrl_core.bench.techniques import ALL_TECHNIQUES, Technique
+from hpcrl_core.config import parse_params
 from hpcrl_core.data.dgemm.problems import (
     DEFINITIONS,
     EVAL_SIZES,
@@ -53,6 +54,26 @@ def test_train_and_eval_sizes_are_disjoint() -> None:
     train = {p.n for s in range(5) for p in make_problems("train", s, 200)}
     evals = {p.n for s in range(5) for p in make_problems("eval", s, 200)}
     assert train == set(TRAIN_SIZES) and evals == set(EVAL_SIZES)
+
+
+def test_sizes_come_from_the_params_and_are_checked() -> None:
+    d = parse_params({}).prepare.dgemm
+    assert (d.train_sizes, d.eval_sizes) == (TRAIN_SIZES, EVAL_SIZES)
+    assert {p.n for p in make_problems("eval", 0, 60, (48, 80))} == {48, 80}
+    assert all(f"tune it for n = {p.n}." in problem_prompt(p)[-1]["content"] for p in make_problems("train", 0, 9))
+    # the defaults cost about what timing every kernel at 256 did: mean n^3 within 10% of 256^3
+    for sizes in (TRAIN_SIZES, EVAL_SIZES):
+        assert abs(sum(n ** 3 for n in sizes) / len(sizes) / 256 ** 3 - 1) < 0.1
+    with pytest.raises(ConfigError, match="must be disjoint.*both hold \\[256\\]"):
+        parse_params({"prepare": {"dgemm": {"eval_sizes": [256, 300]}}})
+    for bad in ([], [64, 64], [8]):
+        with pytest.raises(ConfigError, match="distinct matrix sizes in 16..4096"):
+            parse_params({"prepare": {"dgemm": {"train_sizes": bad}}})
+    with pytest.raises(ConfigError, match="positive matrix sizes"):
+        make_problems("train", 0, 3, ())
+    for section in ("evaluate", "rl_dgemm"):
+        with pytest.raises(ConfigError, match=f"{section}.bench_n is gone: every kernel is timed at its problem's"):
+            parse_params({section: {"bench_n": 256}})
 
 
 def test_held_out_sets_are_eval_only_and_cover_every_technique() -> None:
