@@ -5,6 +5,7 @@ Test: ``pytest tests/test_config.py``.
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -25,6 +26,13 @@ SOURCE_KINDS: dict[str, tuple[str, ...]] = {
 TRAIN_SIZES: tuple[int, ...] = (192, 224, 256, 288, 320)
 EVAL_SIZES: tuple[int, ...] = (208, 240, 272, 304)
 
+# How often the SFT pairing draws a kernel of each generator kind (hpcrl_core/data/dgemm/variants.py) for a train
+# prompt beyond the one prompt every kernel gets: a fixed weight per kind, never a timing, so two clones pair the same
+# kernels with the same prompts (docs/data.md). The defaults are the kinds' median GFLOPS at n = 256 on one core of the
+# dev VM, so faster kinds are imitated more, as a GFLOPS weighting would on average.
+KIND_WEIGHTS: dict[str, float] = {"naive": 1.5, "reorder": 5.0, "tile_scalar": 3.0, "ikj_unrolled": 20.0,
+                                  "blocked": 3.0, "ikj_vec": 13.0, "tile_vec": 20.0, "packed": 40.0}
+
 
 def _default_sources() -> dict[str, tuple[str, ...]]:
     synthetic: tuple[str, ...] = ("synthetic",)
@@ -39,6 +47,7 @@ class DgemmPrepParams(Section):
     eval_sizes: tuple[int, ...] = EVAL_SIZES  # n of held-out problems, disjoint from train_sizes
     bench_n: int = Field(256, ge=16, le=4096)  # size at which corpus kernels are verified and timed
     per_kernel: int = Field(4, ge=1, le=100)  # train prompts each verified kernel is paired with
+    kind_weights: dict[str, float] = Field(default_factory=lambda: dict(KIND_WEIGHTS))  # pairing weight per kind
     vary_names: bool = False  # draw identifier spellings per variant (off: one spelling per name; docs/data.md)
     vary_layout: bool = False  # draw layout per variant (off: one house layout, only algorithms vary; docs/data.md)
 
@@ -47,6 +56,17 @@ class DgemmPrepParams(Section):
     def _sizes(cls, v: tuple[int, ...]) -> tuple[int, ...]:
         if not v or len(set(v)) != len(v) or any(not 16 <= n <= 4096 for n in v):
             raise ValueError(f"sizes must be distinct matrix sizes in 16..4096, at least one; got {list(v)}")
+        return v
+
+    @field_validator("kind_weights")
+    @classmethod
+    def _kind_weights(cls, v: dict[str, float]) -> dict[str, float]:
+        unknown = sorted(set(v) - set(KIND_WEIGHTS))
+        missing = sorted(set(KIND_WEIGHTS) - set(v))
+        bad = sorted(k for k, w in v.items() if not (w > 0 and math.isfinite(w)))
+        if unknown or missing or bad:
+            raise ValueError(f"give a positive finite weight for every kernel kind ({', '.join(KIND_WEIGHTS)}); "
+                             f"unknown: {unknown or '-'}, missing: {missing or '-'}, not positive: {bad or '-'}")
         return v
 
     @model_validator(mode="after")

@@ -138,11 +138,11 @@ def prepare_dgemm(p: PrepareParams, bench: BenchParams, settings: Settings,
         if done == total or done % 20 == 0:
             _say(progress, f"dgemm: benchmarked {done}/{total} kernel variants")
 
-    # The result cache makes a rerun on this node reuse its measurements, so the corpus (and which prompts each
-    # kernel is paired with, which prefers faster kernels) is reproducible here, and a rerun takes seconds.
+    # Benchmarking only decides which kernels are verified (and records their short timings); the pairing never
+    # reads a timing. The result cache makes a rerun on this node take seconds.
     with local_executor(bench.for_many(d.bench_n), settings) as ex:
         kernels, bench_report = benchmark_variants(variants, ex, d.bench_n, progress=tick)
-    records = sft_records(kernels, train_problems, p.seed, d.per_kernel)
+    records = sft_records(kernels, train_problems, p.seed, d.per_kernel, d.kind_weights)
     # the house layout can generate fewer variants (corpus.total) than asked for: small variant kinds run out
     extra = {"variants_requested": d.variants, "corpus": bench_report, "gflops": gflops_distribution(kernels),
              "bench_n": d.bench_n, "train_problems": len(train_problems), "eval_problems": len(eval_problems),
@@ -151,6 +151,10 @@ def prepare_dgemm(p: PrepareParams, bench: BenchParams, settings: Settings,
                  group=lambda r: str(r.metadata.get("kernel_name")), extra=extra, t0=t0)
     out.files["problems_train.jsonl"] = [problem_record(q, "train", p.seed) for q in train_problems]
     out.files["problems_eval.jsonl"] = [problem_record(q, "eval", p.seed) for q in eval_problems]
-    out.extra_files["corpus.jsonl"] = [{"name": k.name, "techniques": sorted(k.techniques), "gflops": k.gflops,
-                                        "cv": k.cv, "code": k.code} for k in kernels]
+    # corpus.jsonl holds nothing timed, so two nodes that verify the same kernels write the same file; the short
+    # timings (which depend on the node and its load) go to their own file
+    out.extra_files["corpus.jsonl"] = [{"name": k.name, "kind": k.kind, "techniques": sorted(k.techniques),
+                                        "code": k.code} for k in kernels]
+    out.extra_files["corpus_timing.jsonl"] = [{"name": k.name, "n": k.n, "gflops": k.gflops, "cv": k.cv}
+                                              for k in kernels]
     return out

@@ -6,14 +6,15 @@
 2. ``sft_records``: each kernel is paired with up to ``per_kernel`` train problems whose permitted set contains all
    its detected techniques (never one that forbids a technique it uses). First every kernel gets one problem (the
    one with the fewest permitted techniques that allows it), so slow kernels stay in the mix; then every remaining
-   problem draws one of its allowed kernels with weight proportional to GFLOPS, so faster kernels are imitated
-   more often. The draws are keyed by kernel and problem names (``hpcrl_core.data.stable``), so two nodes whose
-   timings differ by a few percent pair almost every kernel with the same prompts. A problem is used at most once,
+   problem draws one of its allowed kernels with the weight of the kernel's generator kind (``kind_weights``,
+   ``prepare.dgemm.kind_weights``: faster kinds more often). No timing enters the pairing and every draw is keyed by
+   kernel and problem names (``hpcrl_core.data.stable``), so two nodes that verify the same kernels pair them with
+   the same prompts however their timings differ. A problem is used at most once,
    so the train problem count bounds the records: with the default stage mix (stage 0 allows only plain kernels,
    ~4% of variants), about 2.5 problems per variant let every verified kernel in at ``per_kernel`` = 3
    (400 variants: ~1000 problems give ~750 records; 400 give ~350 records and leave ~110 mid-speed kernels out,
    with a warning).
-3. ``gflops_distribution``: numbers for the data card.
+3. ``gflops_distribution``: numbers for the data card (the short timings are recorded there, not used).
 
 Run (about 2 minutes on 2 cores): ``python -m hpcrl_core.data.dgemm.corpus [COUNT] [N]`` benchmarks a batch at
 size N with short timings and prints the report and the distribution.
@@ -23,9 +24,10 @@ Test: ``pytest tests/data/dgemm/test_corpus.py`` (``-m integration`` runs a real
 from __future__ import annotations
 
 import logging
+import math
 import statistics
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,9 +50,11 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class CorpusKernel:
-    """A verified kernel: ``techniques`` as detected by the engine, ``intended`` as the generator meant them."""
+    """A verified kernel: ``techniques`` as detected by the engine, ``intended`` as the generator meant them,
+    ``kind`` the generator kind that drew it."""
 
     name: str
+    kind: str
     code: str
     techniques: frozenset[Technique]
     gflops: float
@@ -103,7 +107,8 @@ def benchmark_variants(variants: Sequence[Variant], executor: LocalExecutor, n: 
             mismatches.append([v.name, _names(v.intended), _names(detected)])
             log.warning("%s: detected techniques %s differ from the intended %s", v.name, _names(detected),
                         _names(v.intended))
-        kernels.append(CorpusKernel(v.name, v.code, detected, r.gflops, r.cv or 0.0, v.intended, n))
+        kernels.append(CorpusKernel(v.name, v.kind, v.code, detected, r.gflops, r.cv or 0.0,
+                                    v.intended, n))
     report = {"total": len(variants), "verified": len(kernels), "failed": dict(failed), "failures": failures,
               "mismatched": len(mismatches), "mismatches": mismatches,
               "agreement": round(1 - len(mismatches) / len(kernels), 4) if kernels else None,
@@ -118,13 +123,13 @@ def _check_train(problems: Sequence[Problem]) -> None:
                             "pair kernels with train problems only (make_problems('train', ...))")
 
 
-def _assign(kernels: Sequence[CorpusKernel], problems: Sequence[Problem], seed: int,
-            per_kernel: int) -> dict[int, int]:
+def _assign(kernels: Sequence[CorpusKernel], problems: Sequence[Problem], seed: int, per_kernel: int,
+            kind_weights: Mapping[str, float]) -> dict[int, int]:
     """Problem index -> kernel index (see the module docstring for the two phases).
 
     Every choice is a ``stable_unit`` / ``weighted_key`` of the names involved, never a position in a random stream,
-    so a kernel more or less, or a slightly different GFLOPS figure on another node, changes only the choices that
-    involve that kernel (and those that follow from its quota), not the whole pairing.
+    so a kernel more or less on another node changes only the choices that involve that kernel (and those that follow
+    from its quota), not the whole pairing; timings are not read at all.
     """
     eligible = [[pi for pi, p in enumerate(problems) if k.techniques <= p.permitted] for k in kernels]
     used: Counter[int] = Counter()
@@ -148,15 +153,15 @@ def _assign(kernels: Sequence[CorpusKernel], problems: Sequence[Problem], seed: 
     for pi in rest:  # preference: faster kernels more often
         options = [ki for ki in allowed[pi] if used[ki] < per_kernel]
         if options:
-            ki = max(options, key=lambda i: weighted_key(max(kernels[i].gflops, 1e-6), "dgemm-sft-pick", seed,
+            ki = max(options, key=lambda i: weighted_key(kind_weights[kernels[i].kind], "dgemm-sft-pick", seed,
                                                          problems[pi].id, kernels[i].name))
             chosen[pi] = ki
             used[ki] += 1
     return chosen
 
 
-def sft_records(kernels: Sequence[CorpusKernel], problems: Sequence[Problem], seed: int,
-                per_kernel: int) -> list[Record]:
+def sft_records(kernels: Sequence[CorpusKernel], problems: Sequence[Problem], seed: int, per_kernel: int,
+                kind_weights: Mapping[str, float]) -> list[Record]:
     """Pair verified kernels with train problems that permit every technique they use.
 
     Args:
@@ -164,15 +169,22 @@ def sft_records(kernels: Sequence[CorpusKernel], problems: Sequence[Problem], se
         problems: train problems (``make_problems("train", ...)``); each is used at most once.
         seed: makes the pairing deterministic.
         per_kernel: at most this many problems per kernel.
+        kind_weights: generator kind -> positive draw weight (``prepare.dgemm.kind_weights``).
 
     Returns:
-        Records in problem order: the problem's prompt, the kernel in one ```c block as completion.
+        Records in problem order: the problem's prompt, the kernel in one ```c block as completion. Nothing in them
+        depends on a timing, so the same kernels give the same records on every node.
 
     Raises:
-        DataError: a problem with a held-out permitted set or an eval id.
+        DataError: a problem with a held-out permitted set or an eval id, or a kernel whose kind has no positive
+            finite weight.
     """
     _check_train(problems)
-    chosen = _assign(kernels, problems, seed, per_kernel)
+    bad = sorted({k.kind for k in kernels if not (kind_weights.get(k.kind, 0) > 0
+                                                      and math.isfinite(kind_weights[k.kind]))})
+    if bad:
+        raise DataError(f"kernel kinds without a positive weight in prepare.dgemm.kind_weights: {', '.join(bad)}")
+    chosen = _assign(kernels, problems, seed, per_kernel, kind_weights)
     unused = len(kernels) - len(set(chosen.values()))
     if unused:
         log.warning("%d of %d kernels found no free train problem that permits their techniques; "
@@ -182,8 +194,8 @@ def sft_records(kernels: Sequence[CorpusKernel], problems: Sequence[Problem], se
         p, k = problems[pi], kernels[chosen[pi]]
         if not k.techniques <= p.permitted:  # the invariant of the whole corpus; never let a bug break it
             raise AssertionError(f"{k.name} uses {_names(k.techniques)}, {p.id} permits {_names(p.permitted)}")
-        meta = problem_metadata(p, {"kernel_name": k.name, "kernel_techniques": _names(k.techniques),
-                                    "kernel_gflops": round(k.gflops, 3), "bench_n": k.n})
+        meta = problem_metadata(p, {"kernel_name": k.name, "kernel_kind": k.kind,
+                                    "kernel_techniques": _names(k.techniques)})
         out.append(Record(family="dgemm", prompt=problem_prompt(p), completion=assistant("```c\n" + k.code + "```"),
                           answer="", metadata=meta,
                           provenance={"source": "synthetic:dgemm-corpus@1", "seed": seed, "variant": k.name}))
@@ -199,13 +211,18 @@ def _percentile(values: Sequence[float], q: float) -> float:
 
 
 def gflops_distribution(kernels: Sequence[CorpusKernel]) -> dict[str, Any]:
-    """GFLOPS summary (count, min, p10, median, p90, max, mean) and kernel counts per detected technique set."""
+    """GFLOPS summary (count, min, p10, median, p90, max, mean), the median per generator kind and kernel counts per
+    detected technique set."""
     vals = sorted(k.gflops for k in kernels)
     by_set = Counter("+".join(_names(k.techniques)) or "none" for k in kernels)
     stats: dict[str, Any] = {"count": len(vals)}
     for key, q in (("min", 0.0), ("p10", 0.1), ("median", 0.5), ("p90", 0.9), ("max", 1.0)):
         stats[key] = round(_percentile(vals, q), 3) if vals else None
     stats["mean"] = round(statistics.fmean(vals), 3) if vals else None
+    by_kind: dict[str, list[float]] = {}
+    for k in kernels:
+        by_kind.setdefault(k.kind, []).append(k.gflops)
+    stats["median_by_kind"] = {kind: round(statistics.median(v), 3) for kind, v in sorted(by_kind.items())}
     stats["by_techniques"] = dict(sorted(by_set.items(), key=lambda kv: (-kv[1], kv[0])))
     return stats
 

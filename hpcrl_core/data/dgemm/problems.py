@@ -153,12 +153,12 @@ def problem_prompt(p: Problem) -> list[dict[str, str]]:
 
 def problem_metadata(p: Problem, kernel: dict[str, Any] | None = None) -> dict[str, Any]:
     """The metadata of every dgemm record (same keys for problems and SFT pairs); ``kernel`` fills the
-    ``kernel_*`` and ``bench_n`` fields."""
+    ``kernel_*`` fields."""
     kernel = kernel or {}
     return {"problem_id": p.id, "n": p.n, "stage": p.stage, "order": [t.value for t in p.order],
             "permitted": sorted(t.value for t in p.permitted), "forbidden": sorted(t.value for t in p.forbidden),
-            "kernel_name": kernel.get("kernel_name"), "kernel_techniques": kernel.get("kernel_techniques"),
-            "kernel_gflops": kernel.get("kernel_gflops"), "bench_n": kernel.get("bench_n")}
+            "kernel_name": kernel.get("kernel_name"), "kernel_kind": kernel.get("kernel_kind"),
+            "kernel_techniques": kernel.get("kernel_techniques")}
 
 
 def split_and_seed(problem_id: str) -> tuple[str | None, int | None]:

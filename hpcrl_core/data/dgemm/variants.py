@@ -67,11 +67,13 @@ _MAX_REDRAWS = 200  # per variant; the kinds' parameter spaces are far larger th
 
 @dataclass(frozen=True)
 class Variant:
-    """One generated kernel: ``intended`` is the technique set the generator meant (the detector decides)."""
+    """One generated kernel: ``intended`` is the technique set the generator meant (the detector decides), ``kind``
+    the key of ``KINDS`` that drew it."""
 
     name: str
     code: str
     intended: frozenset[Technique]
+    kind: str
 
 
 def kind_schedule(count: int) -> list[str]:
@@ -118,7 +120,7 @@ def generate_variants(seed: int, count: int, vary_names: bool = False, vary_layo
             key = normalise_code(draft.code)
             if key not in seen:
                 seen.add(key)
-                out.append(Variant(f"{idx:04d}:{kind}:{draft.desc}", draft.code, draft.intended))
+                out.append(Variant(f"{idx:04d}:{kind}:{draft.desc}", draft.code, draft.intended, kind))
                 break
         else:
             if vary_layout:

@@ -1,6 +1,6 @@
 """Tests of the DGEMM corpus: benchmarking through a real engine (detected techniques, failure and mismatch report),
-pairing kernels with problems (never a forbidden technique: a property test on random inputs; faster kernels
-preferred, slow ones kept) and the GFLOPS distribution.
+pairing kernels with problems (never a forbidden technique: a property test on random inputs; heavier kinds
+preferred, light ones kept; no timing read) and the GFLOPS distribution.
 
 Run: pytest tests/data/dgemm/test_corpus.py
 """
@@ -16,9 +16,10 @@ from hpcrl_core.bench.engine import Engine
 from hpcrl_core.bench.executor import LocalExecutor
 from hpcrl_core.bench.extract import extract_code
 from hpcrl_core.bench.techniques import ALL_TECHNIQUES, Technique
+from hpcrl_core.config.prepare import KIND_WEIGHTS
 from hpcrl_core.data.dgemm.corpus import CorpusKernel, benchmark_variants, gflops_distribution, sft_records
 from hpcrl_core.data.dgemm.problems import Problem, make_problems, problem_record
-from hpcrl_core.data.dgemm.variants import Variant, generate_variants
+from hpcrl_core.data.dgemm.variants import KINDS, Variant, generate_variants
 from hpcrl_core.errors import DataError
 
 T = Technique
@@ -35,13 +36,13 @@ NAIVE = """void dgemm(int n, const double *A, const double *B, double *C)
 """
 
 
-def _kernel(name: str, techs: frozenset[Technique], gflops: float) -> CorpusKernel:
-    return CorpusKernel(name, f"/* {name} */\n{NAIVE}", techs, gflops, 0.01, techs, 256)
+def _kernel(name: str, techs: frozenset[Technique], gflops: float, kind: str = "naive") -> CorpusKernel:
+    return CorpusKernel(name, kind, f"/* {name} */\n{NAIVE}", techs, gflops, 0.01, techs, 256)
 
 
 def _random_kernels(rng: random.Random, count: int) -> list[CorpusKernel]:
-    return [_kernel(f"k{i}", frozenset(t for t in ALL_TECHNIQUES if rng.random() < 0.4), rng.uniform(0.3, 60))
-            for i in range(count)]
+    return [_kernel(f"k{i}", frozenset(t for t in ALL_TECHNIQUES if rng.random() < 0.4), rng.uniform(0.3, 60),
+                    rng.choice(sorted(KINDS))) for i in range(count)]
 
 
 def _prompt_permits(record_text: str) -> set[str]:
@@ -69,10 +70,10 @@ def test_benchmarked_kernels_carry_detected_techniques_and_speed(benchmarked: tu
 
 @pytest.mark.integration
 def test_failures_and_technique_mismatches_are_reported(engine: Engine) -> None:
-    broken = Variant("broken", NAIVE.replace("double s = 0.0;", "double s = ;"), frozenset())
-    wrong = Variant("wrong", NAIVE.replace("C[i * n + j] = s;", "C[i * n + j] = s + 1.0;"), frozenset())
+    broken = Variant("broken", NAIVE.replace("double s = 0.0;", "double s = ;"), frozenset(), "naive")
+    wrong = Variant("wrong", NAIVE.replace("C[i * n + j] = s;", "C[i * n + j] = s + 1.0;"), frozenset(), "naive")
     unrolled = NAIVE.replace("            for (int k", "            #pragma GCC unroll 4\n            for (int k")
-    mislabelled = Variant("mislabelled", unrolled, frozenset({T.SIMD}))
+    mislabelled = Variant("mislabelled", unrolled, frozenset({T.SIMD}), "ikj_unrolled")
     with LocalExecutor(engine) as ex:
         kernels, report = benchmark_variants([broken, wrong, mislabelled], ex, engine.params.n)
     assert [k.name for k in kernels] == ["mislabelled"]
@@ -85,7 +86,7 @@ def test_failures_and_technique_mismatches_are_reported(engine: Engine) -> None:
 @pytest.mark.integration
 def test_corpus_records_only_pair_kernels_with_problems_that_permit_them(benchmarked: tuple) -> None:
     _, kernels, _ = benchmarked
-    records = sft_records(kernels, make_problems("train", 9, 300), seed=9, per_kernel=3)
+    records = sft_records(kernels, make_problems("train", 9, 300), seed=9, per_kernel=3, kind_weights=KIND_WEIGHTS)
     assert {r.metadata["kernel_name"] for r in records} == {k.name for k in kernels}  # every kernel is used
     by_name = {k.name: k for k in kernels}
     for r in records:
@@ -93,7 +94,7 @@ def test_corpus_records_only_pair_kernels_with_problems_that_permit_them(benchma
         assert {t.value for t in k.techniques} <= _prompt_permits(r.question) == set(r.metadata["permitted"])
         assert extract_code(r.response, 65536).code == k.code
         assert r.metadata["kernel_techniques"] == sorted(t.value for t in k.techniques)
-        assert r.metadata["bench_n"] == 64 and r.metadata["kernel_gflops"] == round(k.gflops, 3)
+        assert r.metadata["kernel_kind"] == k.kind == k.name.split(":")[1] and k.kind in KINDS
 
 
 def test_sft_records_never_pair_a_kernel_with_a_problem_that_forbids_its_techniques() -> None:
@@ -102,7 +103,7 @@ def test_sft_records_never_pair_a_kernel_with_a_problem_that_forbids_its_techniq
         kernels = _random_kernels(rng, rng.randint(1, 40))
         problems = make_problems("train", seed, rng.randint(1, 120))
         per_kernel = rng.randint(1, 5)
-        records = sft_records(kernels, problems, seed, per_kernel)
+        records = sft_records(kernels, problems, seed, per_kernel, KIND_WEIGHTS)
         by_name = {k.name: k for k in kernels}
         by_id = {p.id: p for p in problems}
         uses = Counter(r.metadata["kernel_name"] for r in records)
@@ -111,23 +112,39 @@ def test_sft_records_never_pair_a_kernel_with_a_problem_that_forbids_its_techniq
         for r in records:
             p, k = by_id[r.metadata["problem_id"]], by_name[r.metadata["kernel_name"]]
             assert k.techniques <= p.permitted and not k.techniques & p.forbidden, (seed, k, p)
-        assert sft_records(kernels, problems, seed, per_kernel) == records  # deterministic
+        assert sft_records(kernels, problems, seed, per_kernel, KIND_WEIGHTS) == records  # deterministic
 
 
-def test_sft_records_prefer_fast_kernels_but_keep_slow_ones() -> None:
-    kernels = [_kernel("slow", frozenset(), 1.0), _kernel("fast", frozenset(), 50.0),
-               _kernel("mid", frozenset({T.LOOP_REORDER}), 10.0)]
+def test_sft_records_prefer_heavier_kinds_but_keep_light_ones() -> None:
+    kernels = [_kernel("light", frozenset(), 50.0, "naive"), _kernel("heavy", frozenset(), 1.0, "packed"),
+               _kernel("mid", frozenset({T.LOOP_REORDER}), 10.0, "reorder")]
     problems = make_problems("train", 0, 400)
-    uses = Counter(r.metadata["kernel_name"] for r in sft_records(kernels, problems, 0, per_kernel=1000))
-    assert uses["slow"] >= 1 and uses["mid"] >= 1
-    assert uses["fast"] > 5 * uses["slow"]
+    weights = dict(KIND_WEIGHTS, naive=1.0, packed=50.0)
+    uses = Counter(r.metadata["kernel_name"] for r in sft_records(kernels, problems, 0, 1000, weights))
+    assert uses["light"] >= 1 and uses["mid"] >= 1
+    assert uses["heavy"] > 5 * uses["light"]  # the kind's weight counts, not the kernel's own (here lower) GFLOPS
+    flipped = Counter(r.metadata["kernel_name"]
+                      for r in sft_records(kernels, problems, 0, 1000, dict(weights, naive=50.0, packed=1.0)))
+    assert flipped["light"] > 5 * flipped["heavy"]
+
+
+def test_sft_records_refuse_a_kind_without_a_weight() -> None:
+    weights = {k: w for k, w in KIND_WEIGHTS.items() if k != "packed"}
+    with pytest.raises(DataError, match="packed"):
+        sft_records([_kernel("k", frozenset(), 1.0, "packed")], make_problems("train", 0, 4), 0, 1, weights)
+    with pytest.raises(DataError, match="naive"):
+        sft_records([_kernel("k", frozenset(), 1.0)], make_problems("train", 0, 4), 0, 1, dict(KIND_WEIGHTS, naive=0))
+
+
+def test_kind_weights_name_every_generator_kind() -> None:
+    assert set(KIND_WEIGHTS) == set(KINDS)
 
 
 def test_sft_record_format_matches_problem_records() -> None:
     k = _kernel("k", frozenset({T.OPENMP}), 3.25)
     p = Problem("dgemm-train-s0-00001", 512, (T.OPENMP, T.SIMD, T.LOOP_REORDER, T.CACHE_BLOCKING,
                                               T.REGISTER_BLOCKING), 1)
-    (r,) = sft_records([k], [p], seed=4, per_kernel=2)
+    (r,) = sft_records([k], [p], seed=4, per_kernel=2, kind_weights=KIND_WEIGHTS)
     assert r.family == "dgemm" and r.answer == "" and r.prompt == problem_record(p).prompt
     assert r.completion == [{"role": "assistant", "content": "```c\n" + k.code + "```"}]
     assert set(r.metadata) == set(problem_record(p).metadata)
@@ -137,31 +154,35 @@ def test_sft_record_format_matches_problem_records() -> None:
 
 def test_sft_records_refuse_eval_problems() -> None:
     with pytest.raises(DataError, match="eval problem"):
-        sft_records([_kernel("k", frozenset(), 1.0)], make_problems("eval", 0, 4), seed=0, per_kernel=1)
+        sft_records([_kernel("k", frozenset(), 1.0)], make_problems("eval", 0, 4), seed=0, per_kernel=1,
+                    kind_weights=KIND_WEIGHTS)
 
 
 def test_gflops_distribution() -> None:
-    kernels = [_kernel(f"k{i}", frozenset({T.SIMD}) if i % 2 else frozenset(), float(g))
-               for i, g in enumerate(range(1, 12))]
+    kernels = [_kernel(f"k{i}", frozenset({T.SIMD}) if i % 2 else frozenset(), float(g),
+                       "packed" if g > 8 else "naive") for i, g in enumerate(range(1, 12))]
     d = gflops_distribution(kernels)
     assert (d["count"], d["min"], d["p10"], d["median"], d["p90"], d["max"], d["mean"]) == (11, 1, 2, 6, 10, 11, 6)
+    assert d["median_by_kind"] == {"naive": 4.5, "packed": 10}
     assert d["by_techniques"] == {"none": 6, "simd": 5}
     assert gflops_distribution([])["median"] is None
 
 
 def _pairs(kernels: list[CorpusKernel], problems: list[Problem]) -> set[tuple[str, str]]:
-    return {(r.metadata["problem_id"], r.metadata["kernel_name"]) for r in sft_records(kernels, problems, 3, 3)}
+    return {(r.metadata["problem_id"], r.metadata["kernel_name"])
+            for r in sft_records(kernels, problems, 3, 3, KIND_WEIGHTS)}
 
 
-def test_pairing_barely_moves_when_one_kernel_is_missing_or_timings_differ_slightly() -> None:
-    # Two nodes verify almost the same kernels at slightly different speeds; their corpora must agree almost
-    # everywhere, or the SFT policy (and RL's gain over it) differs from clone to clone.
+def test_pairing_ignores_timings_and_barely_moves_when_one_kernel_is_missing() -> None:
+    # Two nodes verify almost the same kernels at different speeds; their corpora must agree (exactly, when the same
+    # kernels verify), or the SFT policy (and RL's gain over it) differs from clone to clone.
     rng = random.Random(11)
     kernels = _random_kernels(rng, 120)
     problems = make_problems("train", 5, 360)
     base = _pairs(kernels, problems)
     fewer = _pairs(kernels[:40] + kernels[41:], problems)
-    jitter = _pairs([_kernel(k.name, k.techniques, k.gflops * rng.uniform(0.95, 1.05)) for k in kernels], problems)
+    retimed = _pairs([_kernel(k.name, k.techniques, k.gflops * rng.uniform(0.3, 3.0), k.kind) for k in kernels],
+                     problems)
     assert len(base) > 300
     assert len(base & fewer) >= 0.9 * len(base)
-    assert len(base & jitter) >= 0.9 * len(base)
+    assert retimed == base

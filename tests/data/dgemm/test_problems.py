@@ -10,6 +10,7 @@ import pytest
 
 from hpcrl_core.bench.techniques import ALL_TECHNIQUES, Technique
 from hpcrl_core.config import parse_params
+from hpcrl_core.config.prepare import KIND_WEIGHTS
 from hpcrl_core.data.dgemm.problems import (
     DEFINITIONS,
     EVAL_SIZES,
@@ -76,6 +77,16 @@ def test_sizes_come_from_the_params_and_are_checked() -> None:
             parse_params({section: {"bench_n": 256}})
 
 
+def test_kind_weights_come_from_the_params_and_are_checked() -> None:
+    assert parse_params({}).prepare.dgemm.kind_weights == KIND_WEIGHTS
+    assert parse_params({"prepare": {"dgemm": {"kind_weights": dict(KIND_WEIGHTS, packed=80)}}}).prepare.dgemm \
+        .kind_weights["packed"] == 80
+    for bad in ({"naive": 1.0}, dict(KIND_WEIGHTS, packed=0.0), dict(KIND_WEIGHTS, fancy=2.0),
+                dict(KIND_WEIGHTS, naive=float("inf"))):
+        with pytest.raises(ConfigError, match="positive finite weight for every kernel kind"):
+            parse_params({"prepare": {"dgemm": {"kind_weights": bad}}})
+
+
 def test_held_out_sets_are_eval_only_and_cover_every_technique() -> None:
     assert 5 <= len(HELD_OUT_PERMITTED) <= 6 and len(set(HELD_OUT_PERMITTED)) == len(HELD_OUT_PERMITTED)
     assert frozenset() not in HELD_OUT_PERMITTED and frozenset(ALL_TECHNIQUES) not in HELD_OUT_PERMITTED
@@ -127,7 +138,7 @@ def test_problem_record_metadata_and_provenance() -> None:
     assert r.metadata == {"problem_id": p.id, "n": p.n, "stage": p.stage, "order": [t.value for t in p.order],
                           "permitted": sorted(t.value for t in p.permitted),
                           "forbidden": sorted(t.value for t in p.forbidden), "kernel_name": None,
-                          "kernel_techniques": None, "kernel_gflops": None, "bench_n": None}
+                          "kernel_kind": None, "kernel_techniques": None}
     assert r.provenance == {"source": "synthetic:dgemm-problems@1", "seed": 11, "split": "eval"}
     assert problem_record(p, "train", 5).provenance["split"] == "train"
     assert r.question == problem_prompt(p)[-1]["content"]
