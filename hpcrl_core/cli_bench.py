@@ -149,7 +149,7 @@ def _run_on_backend(params: Params, settings: Settings, *, files: Sequence[Path]
         results = ex.map([code for _, code in named], progress=_progress("kernels"))
     rows = []
     for (name, _), r in zip(named, results, strict=True):
-        ref = r.extra.get("node_reference_gflops")
+        ref = r.node_reference
         row = _row(name, r, _reward_or_none(r, params, ref), r.extra.get("node_peak_gflops"))
         rows.append({**row, "agent": r.extra.get("agent"), "node": r.extra.get("node")})
     print(_emit(f"Kernels on agents (n={params.bench.n})", rows, as_json))

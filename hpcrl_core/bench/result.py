@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable
+import statistics
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -78,6 +79,20 @@ class BenchResult:
         this one rule)."""
         return set(self.techniques) <= {str(t) for t in permitted}
 
+    @property
+    def node_reference(self) -> float | None:
+        """numpy's DGEMM GFLOPS at this result's n on the node that timed it, where that node attached the figure
+        (agents do, to verified kernels); None otherwise."""
+        value = self.extra.get("node_reference_gflops")
+        return None if value is None else float(value)
+
+    def reference(self, fallback: Mapping[int, float]) -> float | None:
+        """The numpy figure this result is compared with (rewards and evaluation use this one rule): its node's
+        (``node_reference``), else ``fallback`` at its n (a figure measured here, or ``node_references``); None when
+        neither has one."""
+        own = self.node_reference
+        return own if own is not None else fallback.get(self.n)
+
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["status"] = self.status.value
@@ -97,6 +112,16 @@ class BenchResult:
             d[k] = tuple(d.get(k) or ())
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in names})
+
+
+def node_references(results: Iterable[BenchResult]) -> dict[int, float]:
+    """Per size, the median of the node figures (``node_reference``) that results at that size carry; sizes without
+    one are left out."""
+    by_size: dict[int, list[float]] = {}
+    for r in results:
+        if (ref := r.node_reference) is not None:
+            by_size.setdefault(r.n, []).append(ref)
+    return {n: statistics.median(v) for n, v in sorted(by_size.items())}
 
 
 def failure(status: Status, detail: str, **kw: Any) -> BenchResult:

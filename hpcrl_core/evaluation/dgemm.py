@@ -39,7 +39,7 @@ from typing import Any
 
 from hpcrl_core.bench.executor import BenchBackend, LocalExecutor, bench_backend, map_sized
 from hpcrl_core.bench.reference import measure_numpy
-from hpcrl_core.bench.result import BenchResult, Status
+from hpcrl_core.bench.result import BenchResult, Status, node_references
 from hpcrl_core.config import Params, Settings, load_params
 from hpcrl_core.data.schema import Record, read_jsonl
 from hpcrl_core.errors import DataError
@@ -142,13 +142,10 @@ def node_figures(ex: BenchBackend, results: Sequence[BenchResult],
         numpy = {n: ex.submit_on_slot(functools.partial(_numpy_gflops, n, quantile=q, lock_dir=lock_dir)).result()
                  for n in wanted}
         return numpy, ex.engine.node.peak_gflops(1), [ex.engine.node.model]
-    by_size: dict[int, list[float]] = {}
-    for r in results:
-        if "node_reference_gflops" in r.extra:
-            by_size.setdefault(r.n, []).append(float(r.extra["node_reference_gflops"]))
+    by_size = node_references(results)
     peaks = [float(r.extra["node_peak_gflops"]) for r in results if r.extra.get("node_peak_gflops")]
     nodes = sorted({str(r.extra["node"]) for r in results if r.extra.get("node")})
-    numpy = {n: statistics.median(by_size[n]) for n in wanted if n in by_size}
+    numpy = {n: by_size[n] for n in wanted if n in by_size}
     return numpy, (statistics.median(peaks) if peaks else None), nodes
 
 
@@ -243,14 +240,6 @@ def problem_bests(results: Sequence[Sequence[BenchResult]],
     return _per_problem(results, max, permitted)
 
 
-def numpy_of(result: BenchResult, numpy: Mapping[int, float]) -> float | None:
-    """numpy's GFLOPS on the node that timed ``result``, at its size: the node's figure the agents attached, else
-    the figure measured here at that size (None when there is none)."""
-    if "node_reference_gflops" in result.extra:
-        return float(result.extra["node_reference_gflops"])
-    return numpy.get(result.n)
-
-
 def model_block(results: Sequence[Sequence[BenchResult]], permitted: Sequence[Sequence[str]],
                 numpy: Mapping[int, float], peak_gflops: float | None) -> dict[str, Any]:
     """The comparison's block of one model: ``dgemm_metrics`` over all samples plus best-vs-reference ratios.
@@ -264,7 +253,7 @@ def model_block(results: Sequence[Sequence[BenchResult]], permitted: Sequence[Se
     block = grouped_metrics(results, permitted)
     best = block["gflops_max"]
     ratios = [(r.gflops / ref, r.n) for group in results for r in group
-              if r.ok and r.gflops is not None and (ref := numpy_of(r, numpy))]
+              if r.ok and r.gflops is not None and (ref := r.reference(numpy))]
     top = max(ratios, default=(0.0, None))
     block.update({"gflops_best": best, "best_vs_numpy": top[0], "best_vs_numpy_n": top[1],
                   "best_vs_peak": best / peak_gflops if peak_gflops else None})

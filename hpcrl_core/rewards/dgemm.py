@@ -33,7 +33,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
-from hpcrl_core.bench.result import BenchResult, Status
+from hpcrl_core.bench.result import BenchResult, Status, node_references
 from hpcrl_core.bench.techniques.technique import parse_techniques
 from hpcrl_core.errors import ConfigError, DataError
 from hpcrl_core.rewards.completions import completion_text
@@ -232,15 +232,10 @@ class DgemmGflopsReward:
             # cheap when fresh; else measured on a free slot
             tracked = {n: self.ctx.reference.gflops(n) for n in dict.fromkeys(sizes)}
         results = [futures[job].result() for job in zip(texts, sizes, strict=True)]  # re-raises a BenchInfraError
-        node_refs: dict[int, list[float]] = {}
-        for r, n in zip(results, sizes, strict=True):
-            if "node_reference_gflops" in r.extra:
-                node_refs.setdefault(n, []).append(float(r.extra["node_reference_gflops"]))
         # a result without its node's figure (agents attach it to verified kernels) takes the tracker's at its size,
         # else the median of the nodes' figures at that size
-        fallback = {n: statistics.median(v) for n, v in node_refs.items()} | tracked
-        references = [float(r.extra["node_reference_gflops"]) if "node_reference_gflops" in r.extra
-                      else fallback.get(n) for r, n in zip(results, sizes, strict=True)]
+        fallback = node_references(results) | tracked
+        references = [r.reference(fallback) for r in results]
         known = [ref for ref in references if ref is not None]
         bench_s = time.monotonic() - t0
         # one engine run per distinct future: the executor hands identical in-flight kernels the same future
