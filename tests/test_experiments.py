@@ -11,11 +11,13 @@ from typing import Any
 import pytest
 
 from benchmarks.experiments_dgemm import (
-    meets_target,
+    headroom_line,
+    missed_bars,
     one_run,
     per_run,
     run_settings,
     settings_differences,
+    sft_policy,
     table,
     yardstick_table,
 )
@@ -27,24 +29,44 @@ def _report(sft_verified: float, sft_median: float, rl_verified: float, rl_media
     def block(verified: float, median: float) -> dict[str, Any]:
         return {"verified_rate": verified, "gflops_median": median, "gflops_best": 3 * median, "best_vs_numpy": 0.1}
     return {"sft": block(sft_verified, sft_median), "rl": {**block(rl_verified, rl_median), "winrate_vs_sft": 0.75},
-            "meta": {"rl_run": {"promotions": 7}}}
+            "meta": {"rl_run": {"promotions": 7}, "sft_seed": 1234, "rl_seed": 1}}
 
 
-def test_target_needs_both_speed_and_validity() -> None:
-    assert meets_target(_report(0.80, 2.0, 0.80, 2.6))          # exactly 1.3x, same verified rate
-    assert not meets_target(_report(0.80, 2.0, 0.90, 2.59))     # faster, but not 1.3x
-    assert meets_target(_report(0.80, 2.0, 0.75, 4.0))          # exactly 5 points lower is allowed
-    assert not meets_target(_report(0.80, 2.0, 0.749, 4.0))     # more than 5 points lower is not
-    assert not meets_target(_report(0.0, 0.0, 0.5, 1.0))        # no SFT kernel verified: no ratio to judge
+def _good(rl_verified: float = 0.80) -> dict[str, Any]:
+    """A run that meets every bar of issue 24 exactly."""
+    r = _report(0.80, 2.0, rl_verified, 20.0)
+    r["rl"].update(oracle_ratio=0.85, oracle_ratio_rich=0.6, best_vs_numpy=0.8, distinct_kernels=10,
+                   headroom_closed=0.5)
+    r["sft"].update(distinct_kernels=20)
+    return r
+
+
+def test_bars_of_issue_24_per_run() -> None:
+    assert missed_bars(_good()) == [] and missed_bars(_good(0.75)) == []  # exactly 5 points lower is allowed
+    assert missed_bars(_good(0.749)) == ["verified 0.749 < SFT's 0.800 - 0.05"]
+    bars = {"oracle_ratio": 0.85, "oracle_ratio_rich": 0.6, "best_vs_numpy": 0.8}
+    for key, low in (("oracle_ratio", 0.84), ("oracle_ratio_rich", 0.59), ("best_vs_numpy", 0.79),
+                     ("oracle_ratio", None)):
+        r = _good()
+        r["rl"][key] = low
+        assert missed_bars(r) == [f"{key} {low} < {bars[key]}"]
+    r = _good()
+    r["rl"]["distinct_kernels"] = 9  # fewer than half of SFT's 20
+    assert missed_bars(r) == ["distinct kernels 9 < half of SFT's 20"]
+    assert len(missed_bars(_report(0.8, 2.0, 0.8, 6.0))) == 4  # a report without the yardstick misses every bar
 
 
 def test_tables_show_mean_spread_and_each_run() -> None:
-    results = {"sqd": [_report(0.8, 2.0, 0.85, 6.0), _report(0.8, 2.0, 0.70, 6.0)]}
+    results = {"sqd": [_good(0.85), _report(0.8, 2.0, 0.70, 6.0)]}
+    results["sqd"][1]["meta"].update(sft_seed=7, rl_seed=2)
     summary = table(results)
-    assert summary[2].startswith("| sqd | 2 | 0.775 ± 0.075 | 0.8 ± 0 | 6 ± 0 | 3 ± 0 |")
-    rows = per_run(results, [1, 2])
-    assert rows[2] == "| sqd | 1 | 80.0% | 85.0% | +5.0 | 2.00 | 6.00 | 3.00x | 0.750 | 7 | yes |"
-    assert rows[3].endswith("| -10.0 | 2.00 | 6.00 | 3.00x | 0.750 | 7 | no |")
+    assert summary[2].startswith("| sqd | 2 | 0.775 ± 0.075 | 0.8 ± 0 | 13 ± 7 | 6.5 ± 3.5 |")
+    rows = per_run(results)
+    assert rows[2] == "| sqd | 1234 | 1 | 80.0% | 85.0% | +5.0 | 2.00 | 20.00 | 10.00x | 0.750 | 7 | met |"
+    assert rows[3].startswith("| sqd | 7 | 2 | 80.0% | 70.0% | -10.0 | 2.00 | 6.00 | 3.00x | 0.750 | 7 | missed: ")
+    assert headroom_line(results) == ["- sqd: mean headroom closed over 1 runs: 0.500 (meets 0.5)"]
+    results["sqd"][1]["rl"]["headroom_closed"] = 0.3
+    assert headroom_line(results) == ["- sqd: mean headroom closed over 2 runs: 0.400 (below 0.5)"]
 
 
 def test_yardstick_table_spreads_over_seeds_and_leaves_out_runs_without_it() -> None:
@@ -62,13 +84,15 @@ def test_a_finished_run_is_reused_only_with_the_same_settings(tmp_path: Path) ->
     report = _report(0.8, 2.0, 0.9, 5.0)
     report["meta"]["settings"] = run_settings(params.model_copy(update={"rl_dgemm": params.rl_dgemm.model_copy(
         update={"seed": 1})}), data, sft)
-    write_report(report, tmp_path / "out" / "sqd-s1" / "eval_dgemm.json")
-    assert one_run(params, "sqd", 1, tmp_path / "out", data, sft, None) == report  # nothing retrained
+    write_report(report, tmp_path / "out" / "sqd-sft5-s1" / "eval_dgemm.json")
+    assert one_run(params, "sqd", 1, tmp_path / "out", data, sft, None, 5) == report  # nothing retrained
     changed = parse_params({"rl_dgemm": {"beta": 0.1, "sqd": {"replay": 0.25}}})
     with pytest.raises(SystemExit) as err:
-        one_run(changed, "sqd", 1, tmp_path / "out", data, sft, None)
+        one_run(changed, "sqd", 1, tmp_path / "out", data, sft, None, 5)
     assert f"rl_dgemm.beta: {params.rl_dgemm.beta!r} -> 0.1" in str(err.value)
     assert f"rl_dgemm.sqd.replay: {params.rl_dgemm.sqd.replay!r} -> 0.25" in str(err.value)
     with pytest.raises(SystemExit, match="sft: "):
-        one_run(params, "sqd", 1, tmp_path / "out", data, tmp_path / "other", None)
+        one_run(params, "sqd", 1, tmp_path / "out", data, tmp_path / "other", None, 5)
+    # the params' own SFT seed is the policy given; no training happens for it
+    assert sft_policy(params, params.sft.seed, sft, data, tmp_path / "out") == sft
     assert settings_differences({"a": {"b": 1}}, {"a": {"b": 1, "c": 2}}) == ["a.c: None -> 2"]
