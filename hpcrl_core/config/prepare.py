@@ -48,6 +48,9 @@ class DgemmPrepParams(Section):
     bench_n: int = Field(256, ge=16, le=4096)  # size at which corpus kernels are verified and timed
     per_kernel: int = Field(4, ge=1, le=100)  # train prompts each verified kernel is paired with
     kind_weights: dict[str, float] = Field(default_factory=lambda: dict(KIND_WEIGHTS))  # pairing weight per kind
+    # each SFT completion opens with "// plan: <kind> <parameters>" before the code, so the policy picks the kernel's
+    # design in its first tokens, from the prompt, instead of by whichever #include line is commonest (docs/data.md)
+    plan_line: bool = True
     vary_names: bool = False  # draw identifier spellings per variant (off: one spelling per name; docs/data.md)
     vary_layout: bool = False  # draw layout per variant (off: one house layout, only algorithms vary; docs/data.md)
 

@@ -14,6 +14,8 @@
    ~4% of variants), about 2.5 problems per variant let every verified kernel in at ``per_kernel`` = 3
    (400 variants: ~1000 problems give ~750 records; 400 give ~350 records and leave ~110 mid-speed kernels out,
    with a warning).
+   With ``plan`` each completion opens with ``plan_line``, the kernel's kind and parameters, so a policy picks the
+   design first (docs/data.md).
 3. ``gflops_distribution``: numbers for the data card (the short timings are recorded there, not used).
 
 Run (about 2 minutes on 2 cores): ``python -m hpcrl_core.data.dgemm.corpus [COUNT] [N]`` benchmarks a batch at
@@ -160,8 +162,14 @@ def _assign(kernels: Sequence[CorpusKernel], problems: Sequence[Problem], seed: 
     return chosen
 
 
+def plan_line(kernel: CorpusKernel) -> str:
+    """The comment an SFT completion opens with: the kernel's kind and the parameters the generator drew for it
+    (``// plan: packed: packed-ext8-12x16-kc384-mc64-u2-omp``), from its name ``NNNN:kind:parameters``."""
+    return f"// plan: {kernel.kind}: {kernel.name.split(':', 2)[-1]}\n"
+
+
 def sft_records(kernels: Sequence[CorpusKernel], problems: Sequence[Problem], seed: int, per_kernel: int,
-                kind_weights: Mapping[str, float]) -> list[Record]:
+                kind_weights: Mapping[str, float], plan: bool = False) -> list[Record]:
     """Pair verified kernels with train problems that permit every technique they use.
 
     Args:
@@ -170,6 +178,7 @@ def sft_records(kernels: Sequence[CorpusKernel], problems: Sequence[Problem], se
         seed: makes the pairing deterministic.
         per_kernel: at most this many problems per kernel.
         kind_weights: generator kind -> positive draw weight (``prepare.dgemm.kind_weights``).
+        plan: open each completion with ``plan_line`` (``prepare.dgemm.plan_line``).
 
     Returns:
         Records in problem order: the problem's prompt, the kernel in one ```c block as completion. Nothing in them
@@ -196,7 +205,8 @@ def sft_records(kernels: Sequence[CorpusKernel], problems: Sequence[Problem], se
             raise AssertionError(f"{k.name} uses {_names(k.techniques)}, {p.id} permits {_names(p.permitted)}")
         meta = problem_metadata(p, {"kernel_name": k.name, "kernel_kind": k.kind,
                                     "kernel_techniques": _names(k.techniques)})
-        out.append(Record(family="dgemm", prompt=problem_prompt(p), completion=assistant("```c\n" + k.code + "```"),
+        body = (plan_line(k) if plan else "") + k.code
+        out.append(Record(family="dgemm", prompt=problem_prompt(p), completion=assistant("```c\n" + body + "```"),
                           answer="", metadata=meta,
                           provenance={"source": "synthetic:dgemm-corpus@1", "seed": seed, "variant": k.name}))
     return out

@@ -17,7 +17,13 @@ from hpcrl_core.bench.executor import LocalExecutor
 from hpcrl_core.bench.extract import extract_code
 from hpcrl_core.bench.techniques import ALL_TECHNIQUES, Technique
 from hpcrl_core.config.prepare import KIND_WEIGHTS
-from hpcrl_core.data.dgemm.corpus import CorpusKernel, benchmark_variants, gflops_distribution, sft_records
+from hpcrl_core.data.dgemm.corpus import (
+    CorpusKernel,
+    benchmark_variants,
+    gflops_distribution,
+    plan_line,
+    sft_records,
+)
 from hpcrl_core.data.dgemm.problems import Problem, make_problems, problem_record
 from hpcrl_core.data.dgemm.variants import KINDS, Variant, generate_variants
 from hpcrl_core.errors import DataError
@@ -150,6 +156,28 @@ def test_sft_record_format_matches_problem_records() -> None:
     assert set(r.metadata) == set(problem_record(p).metadata)
     assert r.metadata["kernel_techniques"] == ["openmp"] and r.metadata["permitted"] == ["openmp"]
     assert r.provenance == {"source": "synthetic:dgemm-corpus@1", "seed": 4, "variant": "k"}
+
+
+def test_plan_line_opens_the_completion_and_names_kind_and_parameters() -> None:
+    k = _kernel("0007:packed:packed-ext8-12x16-kc384", frozenset(), 3.0, "packed")
+    p = make_problems("train", 0, 1)[0]
+    (plain,) = sft_records([k], [p], seed=1, per_kernel=1, kind_weights=KIND_WEIGHTS)
+    (planned,) = sft_records([k], [p], seed=1, per_kernel=1, kind_weights=KIND_WEIGHTS, plan=True)
+    assert planned.response == plain.response.replace(
+        "```c\n", "```c\n// plan: packed: packed-ext8-12x16-kc384\n", 1)
+    assert planned.prompt == plain.prompt and planned.metadata == plain.metadata
+
+
+@pytest.mark.integration
+def test_the_plan_line_changes_no_verdict_of_the_engine(engine: Engine) -> None:
+    variants = [v for v in generate_variants(5, 16) if v.kind in ("packed", "tile_vec", "reorder", "blocked")][:4]
+    kernels = [CorpusKernel(v.name, v.kind, v.code, v.intended, 1.0, 0.0, v.intended, 64) for v in variants]
+    with LocalExecutor(engine) as ex:
+        plain = ex.map([k.code for k in kernels], engine.params.n)
+        planned = ex.map(["```c\n" + plan_line(k) + k.code + "```" for k in kernels], engine.params.n)
+    assert not any(r.cached for r in plain + planned)  # no result cache here: each was screened and run
+    assert [r.status for r in planned] == [r.status for r in plain] and all(r.ok for r in plain)
+    assert [r.techniques for r in planned] == [r.techniques for r in plain]
 
 
 def test_sft_records_refuse_eval_problems() -> None:
