@@ -32,6 +32,7 @@ HEADLINE_KEYS: tuple[tuple[str, str, str | None], ...] = (
     ("oracle ratio", "oracle_ratio", None),
     ("oracle ratio (rich)", "oracle_ratio_rich", None),
     ("headroom closed", "headroom_closed", None),
+    ("headroom closed (median)", "headroom_closed_median", None),
     ("distinct kernels", "distinct_kernels", None),
 )
 # (label, family block of sft.json, key): the task families, measured on the SFT policy

@@ -89,10 +89,16 @@ def test_ratios_and_headroom_on_known_numbers() -> None:
     # problem d: oracle 5 is not above SFT's 6 -> excluded; c has no oracle -> not counted at all
     expected = [(8 - 2) / (10 - 2), (20 - 10) / (40 - 10), (15 - 3) / (60 - 3)]
     assert h["headroom_closed"] == pytest.approx(sum(expected) / 3)
+    assert h["headroom_closed_median"] == pytest.approx(sorted(expected)[1])
     assert h["headroom_problems"] == 3 and h["headroom_excluded"] == 1
     empty = oracle_metrics([1.0], [Oracle()], [["simd"]])
     assert empty["oracle_ratio"] is None and empty["oracle_ratio_rich"] is None and empty["oracle_problems"] == 0
     assert headroom_closed([1.0], [2.0], [Oracle()])["headroom_closed"] is None
+    assert headroom_closed([1.0], [2.0], [Oracle()])["headroom_closed_median"] is None
+    # an oracle barely above the baseline: the mean follows that one problem, the median does not
+    near = headroom_closed([0.0, 8.0, 9.0], [5.59, 2.0, 3.0],
+                           [Oracle("a", 5.65), Oracle("b", 10.0), Oracle("c", 10.0)])
+    assert near["headroom_closed"] < -25 and near["headroom_closed_median"] == pytest.approx(6 / 8)
 
 
 def test_distinct_kernels_counts_verified_sources_up_to_layout_and_comments() -> None:
