@@ -5,11 +5,12 @@ Three measurements on one saved policy (default: the SFT policy) and the data it
 1. **Fit** (teacher forcing): per generator kind, the completion's mean token loss on the DGEMM train records paired
    with kernels of that kind. A kind the model has not fit (high loss) points at capacity or steps.
 2. **Reproduction** (``--per-kind`` train prompts per kind, each asked with the prompt it was trained on): the model
-   writes the kernel either from the prompt alone (prefix 0) or after the first ``P`` lines of the paired kernel
-   (``--prefix-lines``). For each, the kind of the nearest corpus kernel (token-multiset Jaccard), the share that is
-   the paired kernel exactly (after ``normalise_code``), and the verified rate (engine, at the problem's n). A model
-   that writes a kind correctly once its first lines are given, but not from the prompt, can hold the kernel (capacity
-   suffices) and does not choose it (data mix or decoding).
+   writes the kernel either from the prompt alone (prefix 0) or after the first ``P`` lines of its trained completion
+   (``--prefix-lines``; a plan line, where the data has one, is the first of them). For each, the kind of the
+   nearest corpus kernel (token-multiset Jaccard), the share that is the paired kernel exactly (after
+   ``normalise_code``), and the verified rate (engine, at the problem's n). A model that writes a kind correctly once
+   its first lines are given, but not from the prompt, can hold the kernel (capacity suffices) and does not choose it
+   (data mix or decoding).
 3. **Held-out choice**: on held-out problems that permit every technique, the kinds the model writes and how many
    verify.
 
@@ -139,8 +140,9 @@ def main() -> int:
                         key=lambda r: r.metadata["problem_id"])[:a.per_kind]
         for r in picked:
             target = by_name[r.metadata["kernel_name"]]["code"]
+            trained = r.response.partition("```c\n")[2]  # the completion as trained (with its plan line, if any)
             for lines in a.prefix_lines:
-                prefix = "```c\n" + "".join(target.splitlines(keepends=True)[:lines]) if lines else ""
+                prefix = "```c\n" + "".join(trained.splitlines(keepends=True)[:lines]) if lines else ""
                 outs = continue_from(model, tokenizer, r.prompt, prefix, k=a.k, temperature=a.temperature,
                                      seed=a.seed, max_new_tokens=a.max_new_tokens)
                 for text in outs:
