@@ -163,12 +163,16 @@ def yardstick_table(results: dict[str, list[dict[str, Any]]]) -> list[str]:
 BARS = (("rl", "oracle_ratio", 0.85), ("rl", "oracle_ratio_rich", 0.6), ("rl", "best_vs_numpy", 0.8))
 
 
+def _g(value: float | None) -> str:
+    return "None" if value is None else f"{value:.3g}"
+
+
 def missed_bars(report: dict[str, Any]) -> list[str]:
     """The bars of issue 24 one run misses (empty: it meets them all): RL oracle ratio >= 0.85, on problems that
     permit 4-5 techniques >= 0.6, best RL kernel >= 0.8x numpy, RL's verified rate at most 5 points below SFT's,
     and at least half of SFT's distinct verified kernels. A figure the report lacks counts as missed."""
     rl, sft = report["rl"], report["sft"]
-    missed = [f"{key} {rl.get(key)} < {bar}" for model, key, bar in BARS
+    missed = [f"{key} {_g(report[model].get(key))} < {bar}" for model, key, bar in BARS
               if report[model].get(key) is None or report[model][key] < bar]
     if rl["verified_rate"] < sft["verified_rate"] - 0.05:
         missed.append(f"verified {rl['verified_rate']:.3f} < SFT's {sft['verified_rate']:.3f} - 0.05")
