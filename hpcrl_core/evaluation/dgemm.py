@@ -335,12 +335,13 @@ def evaluate_dgemm(models: Mapping[str, Path], data_dir: Path, params: Params, s
     problems = eval_problems(data_dir, ep.max_problems)
     permitted = permitted_sets(problems)
     sizes = problem_sizes(problems)
+    distinct_sizes = sorted(set(sizes))
     samples = {name: sample_model(path, problems, params, progress) for name, path in models.items()}
     with evaluation_executor(params, settings) as ex:
         results = {name: benchmark_groups(ex, groups, sizes, progress, name) for name, groups in samples.items()}
         numpy, peak, nodes = node_figures(ex, [r for res in results.values() for g in res for r in g], sizes)
         corpus = read_corpus(data_dir)
-        corpus_results = time_corpus(ex, corpus, sorted(set(sizes)), progress) if corpus else {}
+        corpus_results = time_corpus(ex, corpus, distinct_sizes, progress) if corpus else {}
     report: dict[str, Any] = {name: model_block(res, permitted, numpy, peak) for name, res in results.items()}
     if baseline in results:
         base = problem_medians(results[baseline])
@@ -348,9 +349,9 @@ def evaluate_dgemm(models: Mapping[str, Path], data_dir: Path, params: Params, s
             if name != baseline:
                 report[name][f"winrate_vs_{baseline}"] = winrate(problem_medians(res), base)
     report["oracle"] = add_yardstick(report, problems, results, samples, corpus, corpus_results, baseline)
-    report["oracle"]["sizes"] = sorted(set(sizes))
+    report["oracle"]["sizes"] = distinct_sizes
     report["meta"] = {"models": {k: str(v) for k, v in models.items()}, "problems": len(problems),
-                      "k": ep.samples_per_problem, "sizes": sorted(set(sizes)), "temperature": ep.temperature,
+                      "k": ep.samples_per_problem, "sizes": distinct_sizes, "temperature": ep.temperature,
                       "numpy_gflops": {str(n): g for n, g in sorted(numpy.items())}, "peak_gflops": peak,
                       "bench_note": bench_note(params),
                       "bench_backend": settings.bench_backend, "nodes": nodes}

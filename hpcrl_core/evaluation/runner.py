@@ -86,12 +86,13 @@ def _eval_dgemm(model: Any, tokenizer: PreTrainedTokenizerBase, data_dir: Path, 
     problems = read_eval_items(data_dir, "dgemm", "problems_eval.jsonl", ep.max_problems, notes)
     if not problems:
         return None
+    sizes = problem_sizes(problems)  # a problem without a size is refused before any sampling
     samples = sample_kernels(model, tokenizer, problems, params, progress)
     with evaluation_executor(params, settings) as ex:
-        results = benchmark_groups(ex, samples, problem_sizes(problems), progress)
+        results = benchmark_groups(ex, samples, sizes, progress)
     rows.extend(dgemm_rows(name, problems, results, samples))
     return {**grouped_metrics(results, permitted_sets(problems)), "problems": len(problems),
-            "k": ep.samples_per_problem, "sizes": sorted(set(problem_sizes(problems))), "temperature": ep.temperature}
+            "k": ep.samples_per_problem, "sizes": sorted(set(sizes)), "temperature": ep.temperature}
 
 
 def _greedy(model: Any, tokenizer: PreTrainedTokenizerBase, records: Sequence[Record], params: Params,
