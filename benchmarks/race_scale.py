@@ -10,7 +10,7 @@ A run's folder (``--out``/``[surface-]pp<P>-st<S>-l<L>-s<seed>``) keeps its data
 a finished run is reused (delete the folder to retrain). ``--seeds`` sets both the data and the training seed.
 
 Run: ``.venv/bin/python benchmarks/race_scale.py --per-pattern 40 400 --steps 1200 [--surface narrow wide]
-[--seeds 1 2] [--out DIR]``.
+[--grammar-pairs 0 1000] [--seeds 1 2] [--out DIR]``.
 """
 
 from __future__ import annotations
@@ -35,9 +35,10 @@ ROOT = Path(__file__).resolve().parent
 RACE = ["race_c", "race_fortran"]
 
 
-def _params(base: Path, per_pattern: int, steps: int, layers: int, seed: int, surface: str) -> Any:
+def _params(base: Path, per_pattern: int, steps: int, layers: int, seed: int, surface: str, grammar: int) -> Any:
     p = load_params(base)
-    race = p.prepare.race.model_copy(update={"per_pattern": per_pattern, "tsan": False, "surface": surface})
+    race = p.prepare.race.model_copy(update={"per_pattern": per_pattern, "tsan": False, "surface": surface,
+                                             "grammar_pairs": grammar})
     prepare = p.prepare.model_copy(update={"race": race, "seed": seed})
     sft = p.sft.model_copy(update={"families": RACE, "max_steps": steps, "seed": seed})
     tiny = p.model.tiny.model_copy(update={"num_layers": layers})
@@ -55,8 +56,8 @@ def _synthetic(model_dir: Path, data: Path, seed: int) -> dict[str, Any]:
 
 
 def run_one(base: Path, out: Path, per_pattern: int, steps: int, layers: int, seed: int, surface: str,
-            folders: list[Path]) -> dict[str, Any]:
-    params = _params(base, per_pattern, steps, layers, seed, surface)
+            folders: list[Path], grammar: int = 0) -> dict[str, Any]:
+    params = _params(base, per_pattern, steps, layers, seed, surface, grammar)
     data, ckpt = out / "data", out / "sft"
     times: dict[str, float] = {}
     t0 = time.monotonic()
@@ -71,7 +72,8 @@ def run_one(base: Path, out: Path, per_pattern: int, steps: int, layers: int, se
     synthetic = _synthetic(ckpt / "final", data, seed)
     transfer = evaluate_race_programs(ckpt / "final", folders, seed=seed)
     times["eval_min"] = (time.monotonic() - t0) / 60
-    return {"surface": surface, "per_pattern": per_pattern, "steps": steps, "layers": layers, "seed": seed,
+    return {"surface": surface, "per_pattern": per_pattern, "grammar_pairs": grammar, "steps": steps,
+            "layers": layers, "seed": seed,
             "train_items": train_items,
             "synthetic": synthetic, "transfer": {k: v["pooled"] for k, v in transfer["folders"].items()},
             "transfer_patterns": {k: v["patterns"] for k, v in transfer["folders"].items()},
@@ -82,7 +84,8 @@ def line(r: dict[str, Any]) -> str:
     def f(s: dict[str, Any]) -> str:
         lo, hi = s["f1_interval"]
         return f"F1 {s['f1']:.3f} [{lo:.2f}, {hi:.2f}] acc {s['accuracy']:.3f} (all-yes {s['always_yes_f1']:.2f})"
-    parts = [f"{r['surface']} per_pattern {r['per_pattern']:>4} steps {r['steps']:>5} layers {r['layers']} "
+    parts = [f"{r['surface']} per_pattern {r['per_pattern']:>4} grammar {r.get('grammar_pairs', 0):>5} "
+             f"steps {r['steps']:>5} layers {r['layers']} "
              f"seed {r['seed']} ({r['train_items']} train items)", f"synthetic {f(r['synthetic'])}"]
     parts += [f"{Path(k).name} {f(v)}" for k, v in r["transfer"].items()]
     parts.append(" ".join(f"{k} {v}" for k, v in r["minutes"].items()))
@@ -96,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--surface", nargs="+", default=["narrow"], choices=["narrow", "wide"],
                     help="prepare.race.surface of the generated items")
+    ap.add_argument("--grammar-pairs", type=int, nargs="+", default=[0],
+                    help="prepare.race.grammar_pairs: pairs of grammar nests per language")
     ap.add_argument("--seeds", type=int, nargs="+", default=[1234])
     ap.add_argument("--params", type=Path, default=Path("params.yaml"))
     ap.add_argument("--folders", type=Path, nargs="+", default=[ROOT / "race_transfer"])
@@ -106,13 +111,14 @@ def main(argv: list[str] | None = None) -> int:
     for seed in a.seeds:
         for surface in a.surface:
             for per_pattern in a.per_pattern:
-                for steps in a.steps:
-                    tag = "" if surface == "narrow" else f"{surface}-"
-                    out = a.out / f"{tag}pp{per_pattern}-st{steps}-l{a.layers}-s{seed}"
-                    r = run_one(a.params, out, per_pattern, steps, a.layers, seed, surface, a.folders)
-                    (out / "result.json").write_text(json.dumps(r, indent=1) + "\n")
-                    print(line(r), flush=True)
-                    results.append(r)
+                for grammar in a.grammar_pairs:
+                    for steps in a.steps:
+                        tag = ("" if surface == "narrow" else f"{surface}-") + (f"g{grammar}-" if grammar else "")
+                        out = a.out / f"{tag}pp{per_pattern}-st{steps}-l{a.layers}-s{seed}"
+                        r = run_one(a.params, out, per_pattern, steps, a.layers, seed, surface, a.folders, grammar)
+                        (out / "result.json").write_text(json.dumps(r, indent=1) + "\n")
+                        print(line(r), flush=True)
+                        results.append(r)
     if a.json:
         a.json.parent.mkdir(parents=True, exist_ok=True)
         a.json.write_text(json.dumps(results, indent=1) + "\n")

@@ -93,6 +93,9 @@ class RacePrepParams(Section):
     # narrow: the house surface (small name pools, one report format, the kernel alone); wide: more names, varied
     # report formats and race-free extra loops under both labels (hpcrl_core/data/race/generator.py)
     surface: Literal["narrow", "wide"] = "narrow"
+    # pairs of the "grammar" pattern per language: random loop nests labelled by a dependence check instead of a
+    # template (hpcrl_core/data/race/grammar.py); eval_pairs and rl_pairs more of them when above 0
+    grammar_pairs: int = Field(0, ge=0, le=100_000)
 
 
 class QAPrepParams(Section):

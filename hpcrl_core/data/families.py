@@ -42,7 +42,7 @@ def prepare_race(language: str, p: PrepareParams, progress: Progress | None = No
     for kind, path in sources_of(p, family):
         if kind == "synthetic":
             records += generate_race_items(language, p.race.per_pattern, p.seed, p.race.eval_pairs, p.race.rl_pairs,
-                                          p.race.surface)
+                                          p.race.surface, p.race.grammar_pairs)
             continue
         held: list[Quarantined] = []  # records of this source that cannot be read or labelled
         if kind == "dataracebench":

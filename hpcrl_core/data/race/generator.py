@@ -34,7 +34,8 @@ import hashlib
 import random
 from typing import Any
 
-from hpcrl_core.data.race.kernels import KERNELS
+from hpcrl_core.data.race.grammar import grammar_kernel
+from hpcrl_core.data.race.kernels import KERNELS as PATTERN_KERNELS
 from hpcrl_core.data.race.programs import Program
 from hpcrl_core.data.schema import Record, assistant, messages
 from hpcrl_core.errors import DataError
@@ -48,6 +49,8 @@ FENCES = {"c": "c", "fortran": "fortran"}
 PATTERNS = ("missing_private", "missing_reduction", "loop_carried", "missing_barrier", "missing_taskwait",
             "simd_dependence", "indirect_access", "missing_atomic", "nested_dependence", "sections", "locks",
             "task_depend", "offload", "function_state")
+GRAMMAR = "grammar"  # drawn nests labelled by a dependence check (``grammar``); counted by ``grammar_pairs``
+KERNELS = {**PATTERN_KERNELS, GRAMMAR: grammar_kernel}
 
 def race_question(code: str, fence: str) -> str:
     """The user message for one program; ``fence`` is the code block's language tag (c, cpp, fortran)."""
@@ -60,7 +63,7 @@ def race_metadata(language: str, pattern: str | None, label: str, source_name: s
 
 
 def generate_race_items(language: str, per_pattern: int, seed: int, held_out_pairs: int = 0,
-                        rl_pairs: int = 0, surface: str = "narrow") -> list[Record]:
+                        rl_pairs: int = 0, surface: str = "narrow", grammar_pairs: int = 0) -> list[Record]:
     """``per_pattern`` racy ("yes") and ``per_pattern`` race-free ("no") programs for each of ``PATTERNS``.
 
     Then, after all of them (which stay exactly as without it), ``held_out_pairs`` more pairs per pattern (pair numbers
@@ -79,6 +82,9 @@ def generate_race_items(language: str, per_pattern: int, seed: int, held_out_pai
             parallel loop, a reduction with its clause, a private temporary, a serial recurrence) before or after
             the kernel under both labels. Labels are unchanged by construction; "narrow" items are exactly those of
             the generator before "wide" existed.
+        grammar_pairs: pairs of the ``grammar`` pattern (random loop nests labelled by a dependence check, see
+            ``grammar``), as ``prepare.race.grammar_pairs``; after the fourteen patterns in each block, with
+            ``held_out_pairs`` and ``rl_pairs`` more of them when it is above 0. 0 leaves every item as before.
 
     Raises:
         DataError: unknown language or surface, ``per_pattern`` below 1, ``held_out_pairs`` or ``rl_pairs`` below 0.
@@ -92,6 +98,8 @@ def generate_race_items(language: str, per_pattern: int, seed: int, held_out_pai
     if held_out_pairs < 0:
         raise DataError(f"race generator: held_out_pairs={held_out_pairs}; it must be >= 0 (eval-only pairs per "
                         "pattern, prepare.race.eval_pairs)")
+    if grammar_pairs < 0:
+        raise DataError(f"race generator: grammar_pairs={grammar_pairs}; it must be >= 0 (prepare.race.grammar_pairs)")
     if rl_pairs < 0:
         raise DataError(f"race generator: rl_pairs={rl_pairs}; it must be >= 0 (RL-only pairs per pattern, "
                         "prepare.race.rl_pairs)")
@@ -99,10 +107,16 @@ def generate_race_items(language: str, per_pattern: int, seed: int, held_out_pai
     seen: set[str] = set()
     wide = surface == "wide"
     source = SOURCE + ("+wide" if wide else "")
-    blocks = ((0, per_pattern, None), (per_pattern, held_out_pairs, "held_out"),
-              (per_pattern + held_out_pairs, rl_pairs, "rl"))
-    for first, count, mark in blocks:
-        for pattern in PATTERNS:
+    counts = {pattern: per_pattern for pattern in PATTERNS}
+    if grammar_pairs:
+        counts[GRAMMAR] = grammar_pairs
+    blocks = ((None, 0), ("held_out", held_out_pairs), ("rl", rl_pairs))
+    starts = dict.fromkeys(counts, 0)  # the next pair number of each pattern
+    for mark, extra in blocks:
+        for pattern, trained in counts.items():
+            count = trained if mark is None else extra
+            first = starts[pattern]
+            starts[pattern] = first + count
             for j in range(2 * first, 2 * (first + count)):
                 label, pair = "no" if j % 2 else "yes", j // 2
                 code, reason = _program(language, pattern, label == "yes", seed, pair, seen, wide)

@@ -1,0 +1,779 @@
+"""Race programs drawn from a small grammar of loops and labelled by an exact dependence check, not by template.
+
+The fourteen pattern kernels of ``kernels`` each write one shape of program, and a policy trained on them learns the
+shapes (docs/experiments.md, race detection). Here a kernel is a random loop nest instead: one to three statements
+over arrays and scalars, index expressions drawn from the forms real code uses (``i``, ``i + 1``, ``2 * i + 1``,
+``n - 1 - i``, ``i / 2``, ``i % 16``, ``idx[i]`` through an index array, a constant), clauses (``private``,
+``reduction``, ``firstprivate``), ``atomic`` / ``critical`` guards, 2-D nests parallel in the outer or the inner loop
+(transposed reads included), and two worksharing loops in one region with or without ``nowait``.
+
+The label is computed, not chosen: ``label`` enumerates every iteration of the parallel loop(s) at the program's
+real sizes and bounds, lists each memory location every iteration reads and writes, and finds two iterations that
+touch one location, at least one writing, not both under the same guard. Private and reduction variables are not
+shared locations; the index of a sequential inner loop is shared in C when it is declared outside the parallel loop
+and is not private (Fortran makes it private). Two loops separated by ``nowait`` conflict when one writes what the
+other touches in another iteration; a draw whose only cross-loop conflicts fall on the same iteration (a race or not
+depending on the schedule) is redrawn. The reason names the location and the two accesses that conflict.
+
+Minimal pairs as for every pattern: both halves draw the same nest from one stream; the half whose label differs from
+the one asked for is then mutated (fix the conflict found, or break a guard, clause, index or barrier) and labelled
+again until it matches.
+
+Not an entry point: ``kernels.KERNELS["grammar"]`` is ``grammar_kernel``; ``generator.generate_race_items`` draws it.
+Test: ``pytest tests/data/race/test_grammar.py`` (the labeller on hand-written nests, TSan on generated programs).
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hpcrl_core.data.race.programs import Program, indent
+
+
+@dataclass(frozen=True)
+class Index:
+    """One subscript over loop variable ``var``: ``form`` is aff (mul * var + add), rev (the mirror element), half
+    (var / 2), mod (var % m), via (an index array's element at var) or const (the element ``add``)."""
+
+    form: str
+    var: str = ""
+    mul: int = 1
+    add: int = 0
+    m: int = 0
+    via: str = ""
+
+
+@dataclass(frozen=True)
+class Ref:
+    """An array element (``idx`` one subscript per dimension) or, with no subscript, a scalar."""
+
+    name: str
+    idx: tuple[Index, ...] = ()
+
+
+@dataclass
+class Stmt:
+    """``target = terms`` (``update``: ``target = target + terms``), under ``guard`` (None, atomic or critical)."""
+
+    target: Ref
+    terms: list[Ref | str]
+    update: bool = False
+    guard: str | None = None
+
+
+@dataclass
+class Loop:
+    """A loop over ``var`` whose iterations run in parallel (``par``) or in order; ``body`` holds statements or, for
+    a nest, the inner loop. ``lo`` / ``hi`` are the first and last values (inclusive) once bounds are fixed."""
+
+    var: str
+    body: list[Stmt | Loop]
+    par: bool = False
+    lo: int = 0
+    hi: int = -1
+    lo_text: str = ""
+    hi_text: str = ""
+
+
+@dataclass
+class Nest:
+    """The kernel: ``loops`` (two only for the two-loop region, whose first ends in ``nowait`` or not), the scalars
+    the clauses make private or reduce, and the index arrays' contents."""
+
+    loops: list[Loop]
+    private: set[str] = field(default_factory=set)
+    reduced: set[str] = field(default_factory=set)
+    firstprivate: set[str] = field(default_factory=set)
+    nowait: bool = False
+    tables: dict[str, list[int]] = field(default_factory=dict)
+    schedule: str = ""
+
+
+@dataclass(frozen=True)
+class Access:
+    """One access of a conflict: its location code, whether it writes, its guard, the reference as written, the
+    parallel iteration that makes it and the loop (0 or 1) it is in."""
+
+    loc: int
+    write: bool
+    guard: str | None
+    text: Ref
+    it: int
+    phase: int
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Two accesses of one location from different iterations (``a`` writes)."""
+
+    a: Access
+    b: Access
+
+
+class Redraw(Exception):
+    """The nest cannot be labelled as drawn (an index out of bounds, a schedule-dependent verdict)."""
+
+
+_GUARDS: tuple[str | None, ...] = (None, "atomic", "critical")
+
+
+def value(ix: Index, env: dict[str, int], base: int, n: int, tables: dict[str, list[int]]) -> int:
+    """The subscript ``ix`` takes when the loop variables have the values ``env``."""
+    return int(values(ix, {k: np.array([x]) for k, x in env.items()}, base, n, tables, 1)[0])
+
+
+def values(ix: Index, env: dict[str, np.ndarray], base: int, n: int, tables: dict[str, list[int]],
+           length: int) -> np.ndarray:
+    """The subscript ``ix`` for every point of an iteration space (``env``: each loop variable's value per point)."""
+    v = env.get(ix.var, np.zeros(length, dtype=np.int64))
+    if ix.form == "aff":
+        return ix.mul * v + ix.add
+    if ix.form == "rev":
+        return n - 1 - v + 2 * base
+    if ix.form == "half":
+        return (v + base) // 2
+    if ix.form == "mod":
+        return v % ix.m + base
+    if ix.form == "via":
+        table = np.asarray(tables[ix.via], dtype=np.int64)
+        if v.min() < base or v.max() - base >= len(table):
+            raise Redraw(f"{ix.via} read outside its {len(table)} entries")
+        return table[v - base]
+    return np.full(length, ix.add, dtype=np.int64)
+
+
+@dataclass
+class _Events:
+    """Every shared access of one loop, as arrays: location code, parallel iteration, write flag, guard (index into
+    ``_GUARDS``) and which reference (index into ``refs``) made it."""
+
+    loc: np.ndarray
+    it: np.ndarray
+    write: np.ndarray
+    guard: np.ndarray
+    ref: np.ndarray
+    refs: list[Ref]
+    phase: int
+
+    def access(self, k: int) -> Access:
+        return Access(int(self.loc[k]), bool(self.write[k]), _GUARDS[int(self.guard[k])], self.refs[int(self.ref[k])],
+                      int(self.it[k]), self.phase)
+
+
+def _space(loop: Loop) -> list[tuple[dict[str, np.ndarray], list[Stmt]]]:
+    """The iteration points of each group of statements under ``loop`` (directly, or one inner loop deep)."""
+    outer = np.arange(loop.lo, loop.hi + 1, dtype=np.int64)
+    groups: list[tuple[dict[str, np.ndarray], list[Stmt]]] = []
+    direct = [s for s in loop.body if isinstance(s, Stmt)]
+    if direct:
+        groups.append(({loop.var: outer}, direct))
+    for inner in (s for s in loop.body if isinstance(s, Loop)):
+        if any(isinstance(x, Loop) for x in inner.body):
+            raise ValueError("grammar nests are at most two loops deep")
+        a, b = np.meshgrid(outer, np.arange(inner.lo, inner.hi + 1, dtype=np.int64), indexing="ij")
+        groups.append(({loop.var: a.ravel(), inner.var: b.ravel()}, [s for s in inner.body if isinstance(s, Stmt)]))
+    return groups
+
+
+def accesses(nest: Nest, loop: Loop, phase: int, base: int, n: int, shared_inner: str | None,
+             names: dict[str, int]) -> _Events:
+    """Every shared access of ``loop`` (a parallel loop, or a sequential one holding a parallel loop), tagged with
+    the parallel iteration that makes it. Out-of-bounds subscripts raise ``Redraw``.
+
+    A location is coded as one integer from the variable, the iteration of a sequential outer loop (which orders its
+    iterations, so locations conflict only within one) and the subscripts; ``names`` numbers the variables, shared
+    by the loops of one region so that their codes compare."""
+    par_var = loop.var if loop.par else next(s.var for s in loop.body if isinstance(s, Loop))
+    private = nest.private | nest.reduced | nest.firstprivate
+    refs: list[Ref] = []
+    parts: list[tuple[np.ndarray, ...]] = []
+    span = n + 2
+    for env, stmts in _space(loop):
+        length = len(env[loop.var])
+        it = env[par_var]
+        outer = np.zeros(length, dtype=np.int64) if loop.par else env[loop.var] - loop.lo + 1
+        for s in stmts:
+            todo: list[tuple[Ref, bool]] = [(t, False) for t in s.terms if isinstance(t, Ref)]
+            todo += [(s.target, False)] * s.update + [(s.target, True)]
+            if shared_inner:
+                todo.append((Ref(shared_inner), True))
+            for ref, write in todo:
+                if not ref.idx and ref.name in private:
+                    continue
+                subs = [values(ix, env, base, n, nest.tables, length) for ix in ref.idx]
+                for x in subs:
+                    if x.min() < base or x.max() > n - 1 + base:
+                        raise Redraw(f"{ref.name} subscript out of bounds")
+                code = names.setdefault(ref.name, len(names)) * (n + 2) + outer
+                for k in range(2):
+                    code = code * span + (subs[k] - base + 1 if k < len(subs) else 0)
+                guard = _GUARDS.index(s.guard if ref is s.target or s.guard == "critical" else None)
+                if ref.name == shared_inner and not ref.idx:
+                    guard = 0
+                refs.append(ref)
+                parts.append((code, it, np.full(length, write), np.full(length, guard),
+                              np.full(length, len(refs) - 1)))
+    if not parts:
+        empty = np.zeros(0, dtype=np.int64)
+        return _Events(empty, empty, empty.astype(bool), empty, empty, refs, phase)
+    cols = [np.concatenate([p[k] for p in parts]) for k in range(5)]
+    return _Events(cols[0], cols[1], cols[2], cols[3], cols[4], refs, phase)
+
+
+def _pair(w: _Events, wsel: np.ndarray, r: _Events, rsel: np.ndarray) -> tuple[Conflict | None, bool]:
+    """A conflict between the writes ``wsel`` of ``w`` and the accesses ``rsel`` of ``r`` in different iterations,
+    and whether they share a location at all (then only within one iteration when no conflict comes back)."""
+    wl, rl = w.loc[wsel], r.loc[rsel]
+    common = np.intersect1d(wl, rl)
+    if not len(common):
+        return None, False
+    wk, rk = np.flatnonzero(wsel)[np.isin(wl, common)], np.flatnonzero(rsel)[np.isin(rl, common)]
+    span = int(max(w.it.max(), r.it.max())) + 2        # iterations are >= 0: one integer per (location, iteration)
+    keys = np.unique(np.concatenate([w.loc[wk], r.loc[rk]]) * span + np.concatenate([w.it[wk], r.it[rk]]) + 1)
+    locs, counts = np.unique(keys // span, return_counts=True)
+    hit = locs[counts >= 2]
+    if not len(hit):
+        return None, True
+    loc = hit[0]
+    ws, rs = wk[w.loc[wk] == loc], rk[r.loc[rk] == loc]
+    a = ws[0]
+    other = rs[r.it[rs] != w.it[a]]
+    if len(other):
+        return Conflict(w.access(int(a)), r.access(int(other[0]))), True
+    b = rs[0]
+    a2 = ws[w.it[ws] != r.it[b]][0]
+    return Conflict(w.access(int(a2)), r.access(int(b))), True
+
+
+def _conflict(w: _Events, r: _Events) -> tuple[Conflict | None, bool]:
+    """A write of ``w`` and an access of ``r`` to one location, in different iterations, not both under one
+    guard; and whether some such pair exists only within one iteration."""
+    same = False
+    for g in range(len(_GUARDS)):
+        wsel = w.write & (w.guard == g)
+        if not wsel.any():
+            continue
+        rsel = np.ones(len(r.loc), dtype=bool) if g == 0 else r.guard != g
+        found, touched = _pair(w, wsel, r, rsel)
+        if found:
+            return found, True
+        same |= touched
+    return None, same
+
+
+def label(nest: Nest, base: int, n: int, shared_inner: str | None) -> Conflict | None:
+    """The first conflict of the nest, or None when it is race-free. Raises ``Redraw`` when the verdict would depend
+    on the schedule (two loops with ``nowait`` that conflict only on the same iteration)."""
+    names: dict[str, int] = {}
+    phases = [accesses(nest, lp, k, base, n, shared_inner, names) for k, lp in enumerate(nest.loops)]
+    for events in phases:
+        found, _ = _conflict(events, events)
+        if found:
+            return found
+    if len(phases) == 2 and nest.nowait:
+        first, second = phases
+        found, same = _conflict(first, second)
+        if not found:
+            found, same2 = _conflict(second, first)
+            same |= same2
+        if found:
+            return found if found.a.write else Conflict(found.b, found.a)
+        if same:
+            raise Redraw("the two loops conflict only within one iteration: the verdict depends on the schedule")
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Drawing a nest
+
+
+_WRITE_FORMS = ("aff",) * 8 + ("aff2", "rev", "half", "mod", "const", "via")
+_READ_FORMS = ("aff",) * 6 + ("off",) * 5 + ("aff2", "rev", "half", "mod", "const", "via")
+
+
+class _Draw:
+    """The nest under construction for program ``p``: names, roles of the scalars and the index array."""
+
+    def __init__(self, p: Program) -> None:
+        self.p, self.r = p, p.rng
+        self.base = 0 if p.c else 1
+        self.roles: dict[str, str] = {}       # scalar name -> tmp, acc or coef
+        self.via = ""                         # the index array, once drawn
+        self.written: list[str] = []
+        self.read: list[str] = []
+        self.shared_j = False                 # C: a nest whose inner index is declared outside the parallel loop
+        self.coef: str | bool = False         # True: a read-only scalar may appear (declared at its first use)
+        self.table: list[int] = []
+        self.prelude: list[str] = []
+
+    def index(self, var: str, form: str) -> Index:
+        r, p = self.r, self.p
+        if form == "aff":
+            return Index("aff", var)
+        if form == "off":
+            return Index("aff", var, add=r.choice((1, -1, 1, 2, -2, 3)))
+        if form == "aff2":
+            return Index("aff", var, mul=2, add=r.choice((0, 1)))
+        if form == "half" and not p.c:  # gfortran -Wall warns when (i + 1) / 2 truncates a constant bound
+            form = "mod"
+        if form in ("rev", "half"):
+            return Index(form, var)
+        if form == "mod":
+            return Index("mod", var, m=r.choice((4, 8, 16, 32)))
+        if form == "const":
+            return Index("const", add=self.base + r.choice((0, 0, 1, 2)))
+        if not self.via:
+            self._index_array()
+        return Index("via", var, via=self.via)
+
+    def _index_array(self) -> None:
+        """An index array over the whole size: a permutation or one with repeated entries, filled by a loop."""
+        from hpcrl_core.data.race.kernels import _IDX_FORMS
+
+        p, r = self.p, self.r
+        self.via = p.name("idx")
+        dup = r.random() < 0.5
+        text, fn = r.choice(_IDX_FORMS[(p.c, dup)])
+        s = r.choice((3, 5, 7, 9, 11))
+        m = p.n_val
+        p.int_arrays.append((self.via, 0, None))
+        self.table = [fn(k, m, s) for k in range(self.base, m + self.base)]
+        self.prelude = p.loop([p.st(f"{p.ref(self.via, p.i)} = {text.format(i=p.i, n=p.size, s=s)}")])
+
+    def scalar(self, role: str) -> str:
+        name = self.p.scalar({"tmp": "tmp", "acc": "acc", "coef": "bar"}[role])
+        self.roles[name] = role
+        if role == "acc":
+            self.p.shown.append(name)
+        return name
+
+    def terms(self, var: str, arrays: list[str], k: int) -> list[Ref | str]:
+        r = self.r
+        out: list[Ref | str] = []
+        for _ in range(k):
+            out.append(Ref(r.choice(arrays), (self.index(var, r.choice(_READ_FORMS)),)))
+        if r.random() < 0.3:
+            out.append(str(r.randint(1, 9)))
+        if self.coef and r.random() < 0.4:
+            if self.coef is True:
+                self.coef = self.scalar("coef")
+            out.append(Ref(self.coef))
+        return out
+
+
+def _ops(r: random.Random, k: int) -> list[str]:
+    return [r.choice(("+", "+", "-", "*")) for _ in range(max(0, k - 1))]
+
+
+def _draw_flat(d: _Draw) -> Nest:
+    """One parallel loop over 1-D arrays: one to three statements, maybe a temporary and an accumulator."""
+    p, r, i = d.p, d.r, d.p.i
+    if r.random() < 0.25:
+        p.n_val = r.choice((64, 128, 256, 512, 1024))      # power of two: odd multipliers permute
+        d.index(i, "via")
+    d.written = [p.arr() for _ in range(r.choice((1, 1, 2)))]
+    d.read = [p.arr() for _ in range(r.choice((1, 1, 2)))]
+    p.summed.extend(d.written)
+    d.coef = r.random() < 0.3
+    body: list[Stmt | Loop] = []
+    for _ in range(r.choice((1, 2, 2, 3))):
+        kind = r.choice(("arr", "arr", "arr", "tmp", "acc"))
+        if kind == "tmp":
+            t = d.scalar("tmp")
+            body.append(Stmt(Ref(t), d.terms(i, d.read + d.written, r.choice((1, 2)))))
+            target = Ref(r.choice(d.written), (d.index(i, r.choice(_WRITE_FORMS)),))
+            body.append(Stmt(target, [Ref(t), *d.terms(i, d.read, r.choice((0, 1)))]))
+        elif kind == "acc":
+            body.append(Stmt(Ref(d.scalar("acc")), d.terms(i, d.read + d.written, r.choice((1, 2))), update=True))
+        else:
+            target = Ref(r.choice(d.written), (d.index(i, r.choice(_WRITE_FORMS)),))
+            body.append(Stmt(target, d.terms(i, d.read + d.written, r.choice((1, 2))), update=r.random() < 0.3))
+    nest = Nest([Loop(i, body, par=True)], schedule=_schedule(r))
+    if d.coef and d.coef is not True and r.random() < 0.3:
+        nest.firstprivate.add(d.coef)
+    return nest
+
+
+def _schedule(r: random.Random) -> str:
+    return r.choice(("",) * 5 + ("schedule(static)", "schedule(dynamic)", "schedule(static, 4)", "schedule(guided)"))
+
+
+def _draw_2d(d: _Draw) -> Nest:
+    """A 2-D nest over n x n matrices, parallel in the outer or the inner loop, with shifted or transposed reads."""
+    p, r = d.p, d.r
+    p.n_val = r.choice((16, 32, 50, 64, 100, 128))
+    d.written = [p.mat()]
+    d.read = [p.mat() for _ in range(r.choice((1, 2)))]
+    row, col = p.i, p.j
+
+    def sub(var: str, shift: bool) -> Index:
+        return Index("aff", var, add=r.choice((1, -1, -1, 2)) if shift else 0)
+
+    def ref(name: str) -> Ref:
+        shape = r.choice(("same", "same", "row", "col", "both", "swap"))
+        if shape == "swap":
+            return Ref(name, (Index("aff", col), Index("aff", row)))
+        return Ref(name, (sub(row, shape in ("row", "both")), sub(col, shape in ("col", "both"))))
+
+    body: list[Stmt | Loop] = []
+    for _ in range(r.choice((1, 1, 2))):
+        target = Ref(d.written[0], (Index("aff", row), Index("aff", col)))
+        terms: list[Ref | str] = [ref(r.choice(d.written + d.read)) for _ in range(r.choice((1, 2)))]
+        body.append(Stmt(target, terms, update=r.random() < 0.2))
+    outer, inner = (row, col) if p.c else (col, row)
+    par_outer = r.random() < 0.6
+    nest = Nest([Loop(outer, [Loop(inner, body, par=not par_outer)], par=par_outer)], schedule=_schedule(r))
+    d.shared_j = p.c and par_outer and not p.in_for
+    return nest
+
+
+def _draw_two(d: _Draw) -> Nest:
+    """Two worksharing loops in one parallel region; the first ends with or without ``nowait``."""
+    p, r, i = d.p, d.r, d.p.i
+    d.written = [p.arr(), p.arr()]
+    d.read = [p.arr()]
+    p.summed.extend(d.written)
+    a, b = d.written
+    first = Stmt(Ref(a, (Index("aff", i),)), d.terms(i, d.read, 1))
+    second = Stmt(Ref(b, (Index("aff", i),)), [Ref(a, (d.index(i, r.choice(("off", "rev", "aff2", "aff", "off"))),)),
+                                                *d.terms(i, d.read, r.choice((0, 1)))])
+    if r.random() < 0.3:  # the second loop reads only what the first did not write
+        second.terms[0] = Ref(d.read[0], (d.index(i, "off"),))
+    return Nest([Loop(i, [first], par=True), Loop(i, [second], par=True)], nowait=r.random() < 0.5)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Bounds: every subscript inside the array for every iteration
+
+
+def _indices(loop: Loop) -> list[Index]:
+    out = []
+    for s in loop.body:
+        if isinstance(s, Loop):
+            out += _indices(s)
+        else:
+            for ref in [s.target, *(t for t in s.terms if isinstance(t, Ref))]:
+                out += list(ref.idx)
+    return out
+
+
+def _fix_bounds(nest: Nest, d: _Draw) -> None:
+    """First and last value of every loop so that no subscript leaves the array, and their text (``n - 2``,
+    ``n / 2``, ...). ``Redraw`` when no such text is short."""
+    p, base, n = d.p, d.base, d.p.n_val
+    loops = [lp for top in nest.loops for lp in (top, *(s for s in top.body if isinstance(s, Loop)))]
+    for lp in loops:
+        ixs = [ix for top in nest.loops for ix in _indices(top) if ix.var == lp.var]
+
+        def ok(v: int, ixs: list[Index] = ixs, var: str = lp.var) -> bool:
+            return all(base <= value(ix, {var: v}, base, n, nest.tables) <= n - 1 + base for ix in ixs)
+
+        lo = next((v for v in range(base, base + 4) if ok(v)), None)
+        hi = next((v for v in range(n - 1 + base, n // 2 - 6, -1) if ok(v)), None)
+        if lo is None or hi is None or hi < lo + 2:
+            raise Redraw(f"no bounds for {lp.var}")
+        mul = max((ix.mul for ix in ixs if ix.form == "aff"), default=1)
+        last = hi + 1 - base                       # C's exclusive bound; Fortran's inclusive one
+        slack = n // mul - last
+        if slack < 0 or slack > 4 or mul > 2:
+            raise Redraw(f"no short bound text for {lp.var}")
+        size = f"{p.size} / 2" if mul == 2 else p.size
+        lp.lo, lp.hi = lo, (n // mul - slack) - 1 + base
+        lp.lo_text = str(lo)
+        lp.hi_text = size if slack == 0 else f"{size} - {slack}"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Rendering
+
+
+def _index_text(p: Program, ix: Index) -> str:
+    v, sp = ix.var, p.sp
+    if ix.form == "aff":
+        head = v if ix.mul == 1 else f"{ix.mul} * {v}"
+        return head if ix.add == 0 else f"{head}{sp}{'+' if ix.add > 0 else '-'}{sp}{abs(ix.add)}"
+    if ix.form == "rev":
+        return f"{p.size} - 1 - {v}" if p.c else f"{p.size} + 1 - {v}"
+    if ix.form == "half":
+        return f"{v} / 2" if p.c else f"({v} + 1) / 2"
+    if ix.form == "mod":
+        return f"{v} % {ix.m}" if p.c else f"mod({v}, {ix.m}) + 1"
+    if ix.form == "via":
+        return p.ref(ix.via, v)
+    return str(ix.add)
+
+
+def ref_text(p: Program, ref: Ref) -> str:
+    if not ref.idx:
+        return ref.name
+    if len(ref.idx) == 2:
+        return p.ref2(ref.name, _index_text(p, ref.idx[0]), _index_text(p, ref.idx[1]))
+    return p.ref(ref.name, _index_text(p, ref.idx[0]))
+
+
+def _stmt_lines(p: Program, s: Stmt, ops: list[str]) -> list[str]:
+    parts = [ref_text(p, t) if isinstance(t, Ref) else t for t in s.terms]
+    expr = parts[0]
+    for op, x in zip(ops, parts[1:], strict=False):
+        expr = f"{expr} {op} {x}"
+    target = ref_text(p, s.target)
+    if s.update:
+        grouped = f"({expr})" if len(parts) > 1 else expr
+        text = f"{target} += {expr}" if p.c and (s.guard == "atomic" or p.rng.random() < 0.5) else \
+            f"{target} = {target} + {grouped}"
+    else:
+        text = f"{target} = {expr}"
+    line = p.st(text)
+    if s.guard == "atomic":
+        return [p.omp(p.rng.choice(("atomic", "atomic update"))), line]
+    if s.guard == "critical":
+        return p.block("critical", [line])
+    return [line]
+
+
+def _body_lines(p: Program, body: list[Stmt | Loop], lp_render: Callable[[Loop], list[str]]) -> list[str]:
+    out: list[str] = []
+    for s in body:
+        out += lp_render(s) if isinstance(s, Loop) else _stmt_lines(p, s, _ops(p.rng, len(s.terms)))
+    return out
+
+
+def _clauses(nest: Nest, d: _Draw) -> str:
+    r = d.r
+    parts = []
+    if nest.private:
+        parts.append(f"private({', '.join(sorted(nest.private))})")
+    if nest.firstprivate:
+        parts.append(f"firstprivate({', '.join(sorted(nest.firstprivate))})")
+    parts += [f"reduction(+:{s})" for s in sorted(nest.reduced)]
+    if nest.schedule:
+        parts.append(nest.schedule)
+    r.shuffle(parts)
+    return "".join(f" {x}" for x in parts)
+
+
+def render(nest: Nest, d: _Draw) -> list[str]:
+    p = d.p
+
+    def loop(lp: Loop, declare: bool | None = None) -> list[str]:
+        inner = _body_lines(p, lp.body, loop)
+        lines = p.loop(inner, lo=lp.lo_text, hi=lp.hi_text, var=lp.var, declare=declare)
+        return p.par_for(_clauses(nest, d), lines) if lp.par and len(nest.loops) == 1 else lines
+
+    prelude = list(d.prelude)
+    if len(nest.loops) == 1:
+        top = nest.loops[0]
+        if not top.par:  # parallel inner loop: the outer loop runs in order
+            return [*prelude, *loop(top)]
+        inner = next((s for s in top.body if isinstance(s, Loop)), None)
+        if inner is not None and p.c:
+            body = _body_lines(p, inner.body, loop)
+            seq = p.loop(body, lo=inner.lo_text, hi=inner.hi_text, var=inner.var)
+            return [*prelude, *p.par_for(_clauses(nest, d), p.loop(seq, lo=top.lo_text, hi=top.hi_text,
+                                                                    var=top.var))]
+        return [*prelude, *loop(top)]
+    first, second = (p.loop(_body_lines(p, lp.body, loop), lo=lp.lo_text, hi=lp.hi_text, var=lp.var)
+                     for lp in nest.loops)
+    wait = " nowait" if nest.nowait else ""
+    if p.c:
+        inner_lines = [p.omp(f"for{wait}"), *first, p.omp("for"), *second]
+        return [*prelude, p.omp("parallel"), "{", *indent(inner_lines), "}"]
+    inner_lines = [p.omp("do"), *first, p.omp(f"end do{wait}"), p.omp("do"), *second, p.omp("end do")]
+    return [*prelude, p.omp("parallel"), *indent(inner_lines), p.omp("end parallel")]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Labelling, mutating to the asked label, and the reason
+
+
+def _shared_inner(nest: Nest, d: _Draw) -> str | None:
+    return d.p.j if d.shared_j and d.p.j not in nest.private else None
+
+
+def _stmts(nest: Nest) -> list[Stmt]:
+    out: list[Stmt] = []
+
+    def walk(body: list[Stmt | Loop]) -> None:
+        for s in body:
+            walk(s.body) if isinstance(s, Loop) else out.append(s)
+
+    for lp in nest.loops:
+        walk(lp.body)
+    return out
+
+
+def _replace(nest: Nest, old: Ref, new: Ref) -> None:
+    for s in _stmts(nest):
+        s.terms = [new if t == old else t for t in s.terms]
+        if s.target == old:
+            s.target = new
+
+
+def _fix(nest: Nest, c: Conflict, d: _Draw) -> None:
+    """Remove the conflict ``c`` (another may remain; the caller labels again)."""
+    r, name = d.r, c.a.text.name
+    if not c.a.text.idx:
+        role = d.roles.get(name, "inner")
+        if role == "acc":
+            how = r.choice(("reduction", "reduction", "atomic", "critical"))
+            if how == "reduction":
+                nest.reduced.add(name)
+            else:
+                for s in _stmts(nest):
+                    if s.target.name == name:
+                        s.guard = "critical" if s.target in s.terms else how
+        else:
+            nest.private.add(name)
+        return
+    if len(nest.loops) == 2 and c.a.phase != c.b.phase:
+        nest.nowait = False
+        return
+    if c.a.text == c.b.text or c.b.write:
+        # one subscript reaches an element from two iterations: write each iteration's own element instead
+        own = Ref(name, tuple(Index("aff", v) for v in ((d.p.i,) if len(c.a.text.idx) == 1 else (d.p.i, d.p.j))))
+        _replace(nest, c.a.text if c.a.text != own else c.b.text, own)
+        return
+    if d.read and r.random() < 0.5:   # read another array, one no iteration writes
+        _replace(nest, c.b.text, Ref(r.choice(d.read), c.b.text.idx))
+    else:                             # read the element this iteration writes
+        _replace(nest, c.b.text, c.a.text)
+
+
+def _break(nest: Nest, d: _Draw) -> None:
+    """One random change that may make the race-free nest racy (the caller labels again)."""
+    r = d.r
+    moves: list[Callable[[], None]] = []
+    if len(nest.loops) == 2 and not nest.nowait:
+        moves += [lambda: setattr(nest, "nowait", True)] * 3
+    if nest.private:
+        moves.append(lambda: nest.private.discard(r.choice(sorted(nest.private))))
+    if nest.reduced:
+        moves.append(lambda: nest.reduced.discard(r.choice(sorted(nest.reduced))))
+    guarded = [s for s in _stmts(nest) if s.guard]
+    if guarded:
+        moves.append(lambda: setattr(r.choice(guarded), "guard", None))
+    reads = [t for s in _stmts(nest) for t in s.terms if isinstance(t, Ref) and t.idx]
+    if reads:
+        def shift() -> None:
+            t = r.choice(reads)
+            idx = list(t.idx)
+            k = r.randrange(len(idx))
+            idx[k] = Index("aff", idx[k].var or d.p.i, add=r.choice((1, -1)))
+            target = next((s.target for s in _stmts(nest) if s.target.idx), None)
+            name = target.name if target and r.random() < 0.7 else t.name
+            _replace(nest, t, Ref(name, tuple(idx)))
+        moves += [shift] * 2
+    if len(nest.loops) == 1 and any(isinstance(s, Loop) for s in nest.loops[0].body):
+        def swap() -> None:
+            top = nest.loops[0]
+            inner = next(s for s in top.body if isinstance(s, Loop))
+            top.par, inner.par = inner.par, top.par
+            d.shared_j = d.p.c and top.par and not d.p.in_for
+        moves.append(swap)
+    r.choice(moves)()
+
+
+def _reason(nest: Nest, c: Conflict | None, d: _Draw) -> str:
+    p = d.p
+    par = next(lp for top in nest.loops for lp in (top, *(s for s in top.body if isinstance(s, Loop))) if lp.par)
+    v = par.var
+    if c is None:
+        said = [f"each iteration of the parallel loop over `{v}` touches only its own elements of the arrays it "
+                "writes"]
+        if not nest.loops[0].par:
+            said[0] += f", and the loop over `{nest.loops[0].var}` runs in order"
+        said += [f"`{t}` is private" for t in sorted(nest.private)]
+        said += [f"`{s}` is combined through a reduction clause" for s in sorted(nest.reduced)]
+        said += [f"every update of `{s.target.name}` is {s.guard}" for s in _stmts(nest) if s.guard]
+        if len(nest.loops) == 2:
+            said.append("the barrier at the end of the first loop orders its writes before the second loop"
+                        if not nest.nowait else "the second loop touches nothing the first writes")
+        return "; ".join(said)
+    a, b = c.a, c.b
+    if not a.text.idx:
+        role = d.roles.get(a.text.name, "inner")
+        if role == "tmp":
+            return (f"`{a.text.name}` is shared, so one thread can overwrite it between another thread's write and "
+                    "its read")
+        if role == "acc":
+            return (f"every iteration updates the shared `{a.text.name}` without a reduction clause or atomic "
+                    "protection, so concurrent updates are lost")
+        return (f"the inner loop index `{a.text.name}` is declared outside the parallel loop and not private, so all "
+                "threads update the same variable")
+    ta, tb = ref_text(p, a.text), ref_text(p, b.text)
+    how = "written" if b.write else "read"
+    if a.phase != b.phase:
+        return (f"`{a.text.name}` is written as `{ta}` in one loop and {how} as `{tb}` by another iteration in the "
+                "other loop, and nowait lets a thread start the second loop before the first is done")
+    return (f"`{a.text.name}` is written as `{ta}` in iteration {v} = {a.it} and {how} as `{tb}` in iteration "
+            f"{v} = {b.it}, which can run at the same time on another thread")
+
+
+def grammar_kernel(p: Program, race: bool) -> tuple[list[str], str]:
+    """The ``grammar`` pattern: a drawn nest, mutated until its computed label is ``race``.
+
+    The mutations and the kernel's rendering draw from streams of their own, seeded from the program's stream at the
+    same point in both halves of a pair, so the rest of the program (init, report, layout) comes out the same."""
+    state = p.rng.getstate()
+    for _ in range(50):
+        p.rng.setstate(state)
+        state = (p.rng.random(), p.rng.getstate())[1]   # a fresh draw per attempt, the same for both halves
+        snapshot = _program_state(p)
+        d = _Draw(p)
+        shape = d.r.choice(("flat", "flat", "flat", "2d", "2d", "two"))
+        try:
+            nest = {"flat": _draw_flat, "2d": _draw_2d, "two": _draw_two}[shape](d)
+            if d.via:
+                nest.tables[d.via] = d.table
+            d.r = random.Random(p.rng.random())
+            layout = random.Random(p.rng.random())
+            found = _settle(nest, d, race)
+        except Redraw:
+            _restore(p, snapshot)
+            continue
+        if found is not None or not race:
+            used = {t.name for st in _stmts(nest) for t in (st.target, *st.terms) if isinstance(t, Ref)}
+            p.summed += [a for a in p.arrays if a not in used and a not in p.summed]  # printed, so none is unused
+            if d.via and not any(ix.via == d.via for st in _stmts(nest)
+                                 for t in (st.target, *st.terms) if isinstance(t, Ref) for ix in t.idx):
+                p.shown.append(p.ref(d.via, p.first()))
+            main, p.rng = p.rng, layout
+            try:
+                return render(nest, d), _reason(nest, found, d)
+            finally:
+                p.rng = main
+        _restore(p, snapshot)
+    raise Redraw("no nest with the asked label in 50 draws")  # pragma: no cover
+
+
+def _settle(nest: Nest, d: _Draw, race: bool) -> Conflict | None:
+    """Mutate ``nest`` until its label is ``race``; the conflict found (None when race-free)."""
+    for _ in range(12):
+        _fix_bounds(nest, d)
+        found = label(nest, d.base, d.p.n_val, _shared_inner(nest, d))
+        if (found is not None) == race:
+            return found
+        if race:
+            _break(nest, d)
+        else:
+            assert found is not None
+            _fix(nest, found, d)
+    raise Redraw("the label did not settle")
+
+
+_STATE = ("used", "arrays", "scalars", "int_arrays", "shown", "summed", "mats", "j", "n_val", "top_ints")
+
+
+def _program_state(p: Program) -> dict[str, object]:
+    """What a draw changes on the program, to undo a draw that is thrown away."""
+    return {k: copy.copy(getattr(p, k)) for k in _STATE}
+
+
+def _restore(p: Program, state: dict[str, object]) -> None:
+    for k, v in state.items():
+        setattr(p, k, copy.copy(v))
