@@ -19,7 +19,8 @@ Minimal pairs as for every pattern: both halves draw the same nest from one stre
 the one asked for is then mutated (fix the conflict found, or break a guard, clause, index or barrier) and labelled
 again until it matches.
 
-Not an entry point: ``kernels.KERNELS["grammar"]`` is ``grammar_kernel``; ``generator.generate_race_items`` draws it.
+Not an entry point: ``generator.KERNELS["grammar"]`` is ``grammar_kernel``; ``generator.generate_race_items`` draws
+it.
 Test: ``pytest tests/data/race/test_grammar.py`` (the labeller on hand-written nests, TSan on generated programs).
 """
 
@@ -282,7 +283,7 @@ def label(nest: Nest, base: int, n: int, shared_inner: str | None) -> Conflict |
             found, same2 = _conflict(second, first)
             same |= same2
         if found:
-            return found if found.a.write else Conflict(found.b, found.a)
+            return found
         if same:
             raise Redraw("the two loops conflict only within one iteration: the verdict depends on the schedule")
     return None
@@ -307,7 +308,8 @@ class _Draw:
         self.written: list[str] = []
         self.read: list[str] = []
         self.shared_j = False                 # C: a nest whose inner index is declared outside the parallel loop
-        self.coef: str | bool = False         # True: a read-only scalar may appear (declared at its first use)
+        self.coef_ok = False                  # a read-only scalar may appear in expressions
+        self.coef = ""                        # its name, declared at its first use
         self.table: list[int] = []
         self.prelude: list[str] = []
 
@@ -359,9 +361,8 @@ class _Draw:
             out.append(Ref(r.choice(arrays), (self.index(var, r.choice(_READ_FORMS)),)))
         if r.random() < 0.3:
             out.append(str(r.randint(1, 9)))
-        if self.coef and r.random() < 0.4:
-            if self.coef is True:
-                self.coef = self.scalar("coef")
+        if self.coef_ok and r.random() < 0.4:
+            self.coef = self.coef or self.scalar("coef")
             out.append(Ref(self.coef))
         return out
 
@@ -379,7 +380,7 @@ def _draw_flat(d: _Draw) -> Nest:
     d.written = [p.arr() for _ in range(r.choice((1, 1, 2)))]
     d.read = [p.arr() for _ in range(r.choice((1, 1, 2)))]
     p.summed.extend(d.written)
-    d.coef = r.random() < 0.3
+    d.coef_ok = r.random() < 0.3
     body: list[Stmt | Loop] = []
     for _ in range(r.choice((1, 2, 2, 3))):
         kind = r.choice(("arr", "arr", "arr", "tmp", "acc"))
@@ -394,8 +395,20 @@ def _draw_flat(d: _Draw) -> Nest:
             target = Ref(r.choice(d.written), (d.index(i, r.choice(_WRITE_FORMS)),))
             body.append(Stmt(target, d.terms(i, d.read + d.written, r.choice((1, 2))), update=r.random() < 0.3))
     nest = Nest([Loop(i, body, par=True)], schedule=_schedule(r))
-    if d.coef and d.coef is not True and r.random() < 0.3:
+    if d.coef and r.random() < 0.3:
         nest.firstprivate.add(d.coef)
+    # clauses and guards in the drawn nest too, so that a racy half may carry them as well (a race elsewhere, or one
+    # the mutation breaks): their presence alone must not tell the label
+    for name, role in d.roles.items():
+        if role == "tmp" and r.random() < 0.7:
+            nest.private.add(name)
+        elif role == "acc" and r.random() < 0.7:
+            how = r.choice(("reduction", "reduction", "atomic", "critical"))
+            if how == "reduction":
+                nest.reduced.add(name)
+            for st in body:
+                if isinstance(st, Stmt) and st.target.name == name and how != "reduction":
+                    st.guard = how
     return nest
 
 
@@ -429,6 +442,8 @@ def _draw_2d(d: _Draw) -> Nest:
     par_outer = r.random() < 0.6
     nest = Nest([Loop(outer, [Loop(inner, body, par=not par_outer)], par=par_outer)], schedule=_schedule(r))
     d.shared_j = p.c and par_outer and not p.in_for
+    if d.shared_j and r.random() < 0.7:
+        nest.private.add(col)
     return nest
 
 
@@ -442,7 +457,7 @@ def _draw_two(d: _Draw) -> Nest:
     first = Stmt(Ref(a, (Index("aff", i),)), d.terms(i, d.read, 1))
     second = Stmt(Ref(b, (Index("aff", i),)), [Ref(a, (d.index(i, r.choice(("off", "rev", "aff2", "aff", "off"))),)),
                                                 *d.terms(i, d.read, r.choice((0, 1)))])
-    if r.random() < 0.3:  # the second loop reads only what the first did not write
+    if r.random() < 0.4:  # the second loop reads only what the first did not write
         second.terms[0] = Ref(d.read[0], (d.index(i, "off"),))
     return Nest([Loop(i, [first], par=True), Loop(i, [second], par=True)], nowait=r.random() < 0.5)
 
@@ -566,17 +581,8 @@ def render(nest: Nest, d: _Draw) -> list[str]:
         return p.par_for(_clauses(nest, d), lines) if lp.par and len(nest.loops) == 1 else lines
 
     prelude = list(d.prelude)
-    if len(nest.loops) == 1:
-        top = nest.loops[0]
-        if not top.par:  # parallel inner loop: the outer loop runs in order
-            return [*prelude, *loop(top)]
-        inner = next((s for s in top.body if isinstance(s, Loop)), None)
-        if inner is not None and p.c:
-            body = _body_lines(p, inner.body, loop)
-            seq = p.loop(body, lo=inner.lo_text, hi=inner.hi_text, var=inner.var)
-            return [*prelude, *p.par_for(_clauses(nest, d), p.loop(seq, lo=top.lo_text, hi=top.hi_text,
-                                                                    var=top.var))]
-        return [*prelude, *loop(top)]
+    if len(nest.loops) == 1:  # a parallel loop, or a sequential one around a parallel inner loop
+        return [*prelude, *loop(nest.loops[0])]
     first, second = (p.loop(_body_lines(p, lp.body, loop), lo=lp.lo_text, hi=lp.hi_text, var=lp.var)
                      for lp in nest.loops)
     wait = " nowait" if nest.nowait else ""
@@ -626,19 +632,23 @@ def _fix(nest: Nest, c: Conflict, d: _Draw) -> None:
             else:
                 for s in _stmts(nest):
                     if s.target.name == name:
-                        s.guard = "critical" if s.target in s.terms else how
+                        s.guard = how
         else:
             nest.private.add(name)
         return
     if len(nest.loops) == 2 and c.a.phase != c.b.phase:
-        nest.nowait = False
+        read = c.b if not c.b.write else c.a if not c.a.write else None
+        if read is not None and d.read and r.random() < 0.7:  # keep nowait; read what the other loop leaves alone
+            _replace(nest, read.text, Ref(r.choice(d.read), read.text.idx))
+        else:
+            nest.nowait = False
         return
     if c.a.text == c.b.text or c.b.write:
         # one subscript reaches an element from two iterations: write each iteration's own element instead
         own = Ref(name, tuple(Index("aff", v) for v in ((d.p.i,) if len(c.a.text.idx) == 1 else (d.p.i, d.p.j))))
         _replace(nest, c.a.text if c.a.text != own else c.b.text, own)
         return
-    if d.read and r.random() < 0.5:   # read another array, one no iteration writes
+    if d.read and r.random() < 0.5:   # read another array instead (labelled again: it may be written too)
         _replace(nest, c.b.text, Ref(r.choice(d.read), c.b.text.idx))
     else:                             # read the element this iteration writes
         _replace(nest, c.b.text, c.a.text)
@@ -667,7 +677,7 @@ def _break(nest: Nest, d: _Draw) -> None:
             target = next((s.target for s in _stmts(nest) if s.target.idx), None)
             name = target.name if target and r.random() < 0.7 else t.name
             _replace(nest, t, Ref(name, tuple(idx)))
-        moves += [shift] * 2
+        moves += [shift] * 4  # more often than a clause goes: racy halves keep their clauses as fixed ones do
     if len(nest.loops) == 1 and any(isinstance(s, Loop) for s in nest.loops[0].body):
         def swap() -> None:
             top = nest.loops[0]
@@ -721,9 +731,12 @@ def grammar_kernel(p: Program, race: bool) -> tuple[list[str], str]:
     same point in both halves of a pair, so the rest of the program (init, report, layout) comes out the same."""
     state = p.rng.getstate()
     for _ in range(50):
+        # attempt k starts where attempt k - 1 started, one draw on: a fresh nest each time, the same in both halves
         p.rng.setstate(state)
-        state = (p.rng.random(), p.rng.getstate())[1]   # a fresh draw per attempt, the same for both halves
+        p.rng.random()
+        state = p.rng.getstate()
         snapshot = _program_state(p)
+        p.ty = _FLOATING.get(p.ty, p.ty)
         d = _Draw(p)
         shape = d.r.choice(("flat", "flat", "flat", "2d", "2d", "two"))
         try:
@@ -766,7 +779,10 @@ def _settle(nest: Nest, d: _Draw, race: bool) -> Conflict | None:
     raise Redraw("the label did not settle")
 
 
-_STATE = ("used", "arrays", "scalars", "int_arrays", "shown", "summed", "mats", "j", "n_val", "top_ints")
+# integer elements become floating point: a drawn recurrence may double every iteration, and signed overflow is
+# undefined behaviour; a floating-point one only reaches infinity
+_FLOATING = {"int": "double", "long": "double", "integer": "real"}
+_STATE = ("ty", "used", "arrays", "scalars", "int_arrays", "shown", "summed", "mats", "j", "n_val", "top_ints")
 
 
 def _program_state(p: Program) -> dict[str, object]:

@@ -74,6 +74,20 @@ def test_scalars_private_reduced_guarded_or_shared() -> None:
     # atomic protects the update of its target only: another read of a written element still races
     assert verdict(flat(Stmt(a(i_()), [a(i_(1))], update=True, guard="atomic"), hi=N - 2))
     assert not verdict(flat(Stmt(a(i_()), [Ref("c")])))                       # a shared scalar only read
+    # atomic and critical do not exclude each other: one update under each still races
+    assert verdict(flat(Stmt(acc, [a(i_())], update=True, guard="atomic"),
+                        Stmt(acc, [a(i_(), "b")], update=True, guard="critical")))
+    assert not verdict(flat(Stmt(acc, [a(i_())], update=True, guard="critical"),
+                            Stmt(acc, [a(i_(), "b")], update=True, guard="critical")))
+
+
+def test_clauses_and_guards_do_not_tell_the_label() -> None:
+    """Racy halves carry private / reduction / atomic / critical / nowait too (a race elsewhere in the nest)."""
+    recs = [r for lang in ("c", "fortran") for r in generate_race_items(lang, 1, seed=5, grammar_pairs=150)
+            if r.metadata["pattern"] == GRAMMAR]
+    for word in ("private(", "reduction(", "nowait"):
+        seen = Counter(r.answer for r in recs if word in r.question.lower())
+        assert min(seen["yes"], seen["no"]) >= 0.3 * max(seen["yes"], seen["no"]), (word, seen)
 
 
 def test_nests_race_only_across_iterations_of_the_parallel_loop() -> None:
