@@ -126,12 +126,15 @@ def test_two_engine_processes_never_time_on_the_same_core(tmp_path: Path) -> Non
         assert p.returncode == 0
         return json.loads(out.strip().splitlines()[-1])
 
-    a, b = (output(p) for p in [start(), start()])  # started together, each with both cores as slots
-    for run in (a, b):
-        for status, _, load in run["results"]:
-            assert status == "ok", run
-            assert load is not None and load <= 0.10, run  # nobody else timed on a core being timed
-    for cores_a, a0, a1 in a["spans"]:
-        for cores_b, b0, b1 in b["spans"]:
-            if set(cores_a) & set(cores_b):
-                assert a1 <= b0 or b1 <= a0, "jobs of two engine processes held the same core at once"
+    loads: list[list[float | None]] = []
+    for _ in range(3):  # a busy host shows as foreign load too: a clean pair among three settles it
+        a, b = (output(p) for p in [start(), start()])  # started together, each with both cores as slots
+        for cores_a, a0, a1 in a["spans"]:
+            for cores_b, b0, b1 in b["spans"]:
+                if set(cores_a) & set(cores_b):
+                    assert a1 <= b0 or b1 <= a0, "jobs of two engine processes held the same core at once"
+        assert all(status == "ok" for run in (a, b) for status, _, _ in run["results"]), (a, b)
+        loads.append([load for run in (a, b) for _, _, load in run["results"]])
+        if all(load is not None and load <= 0.10 for load in loads[-1]):
+            return  # nobody else timed on a core being timed
+    pytest.fail(f"foreign load above 0.10 in three pairs of runs (slots shared, or a busy host): {loads}")

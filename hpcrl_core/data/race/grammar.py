@@ -693,8 +693,8 @@ def _reason(nest: Nest, c: Conflict | None, d: _Draw) -> str:
     par = next(lp for top in nest.loops for lp in (top, *(s for s in top.body if isinstance(s, Loop))) if lp.par)
     v = par.var
     if c is None:
-        said = [f"each iteration of the parallel loop over `{v}` touches only its own elements of the arrays it "
-                "writes"]
+        said = [f"no element that one iteration of the parallel loop over `{v}` writes is read or written by "
+                "another iteration"]
         if not nest.loops[0].par:
             said[0] += f", and the loop over `{nest.loops[0].var}` runs in order"
         said += [f"`{t}` is private" for t in sorted(nest.private)]
@@ -702,7 +702,8 @@ def _reason(nest: Nest, c: Conflict | None, d: _Draw) -> str:
         said += [f"every update of `{s.target.name}` is {s.guard}" for s in _stmts(nest) if s.guard]
         if len(nest.loops) == 2:
             said.append("the barrier at the end of the first loop orders its writes before the second loop"
-                        if not nest.nowait else "the second loop touches nothing the first writes")
+                        if not nest.nowait else "the two loops share no element that either of them writes, so "
+                        "nowait is safe")
         return "; ".join(said)
     a, b = c.a, c.b
     if not a.text.idx:
