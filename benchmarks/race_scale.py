@@ -10,7 +10,7 @@ A run's folder (``--out``/``[surface-]pp<P>-st<S>-l<L>-s<seed>``) keeps its data
 a finished run is reused (delete the folder to retrain). ``--seeds`` sets both the data and the training seed.
 
 Run: ``.venv/bin/python benchmarks/race_scale.py --per-pattern 40 400 --steps 1200 [--surface narrow wide]
-[--grammar-pairs 0 1000] [--reason-first] [--hidden 512] [--seeds 1 2] [--out DIR]``.
+[--grammar-pairs 0 1000] [--reason-first] [--hidden 512] [--lr 3e-4] [--seeds 1 2] [--out DIR]``.
 """
 
 from __future__ import annotations
@@ -37,12 +37,13 @@ RACE = ["race_c", "race_fortran"]
 
 
 def _params(base: Path, per_pattern: int, steps: int, layers: int, seed: int, surface: str, grammar: int,
-            hidden: int | None = None) -> Any:
+            hidden: int | None = None, lr: float | None = None) -> Any:
     p = load_params(base)
     race = p.prepare.race.model_copy(update={"per_pattern": per_pattern, "tsan": False, "surface": surface,
                                              "grammar_pairs": grammar})
     prepare = p.prepare.model_copy(update={"race": race, "seed": seed})
-    sft = p.sft.model_copy(update={"families": RACE, "max_steps": steps, "seed": seed})
+    sft = p.sft.model_copy(update={"families": RACE, "max_steps": steps, "seed": seed,
+                                   **({"learning_rate": lr} if lr else {})})
     width = {"hidden_size": hidden, "intermediate_size": 3 * hidden} if hidden else {}
     tiny = p.model.tiny.model_copy(update={"num_layers": layers, **width})
     model = p.model.model_copy(update={"tiny": tiny})
@@ -67,9 +68,9 @@ def _synthetic(model_dir: Path, data: Path, seed: int, max_new_tokens: int = 64)
 
 
 def run_one(base: Path, out: Path, per_pattern: int, steps: int, layers: int, seed: int, surface: str,
-            folders: list[Path], grammar: int = 0, first_reason: bool = False, hidden: int | None = None
-            ) -> dict[str, Any]:
-    params = _params(base, per_pattern, steps, layers, seed, surface, grammar, hidden)
+            folders: list[Path], grammar: int = 0, first_reason: bool = False, hidden: int | None = None,
+            lr: float | None = None) -> dict[str, Any]:
+    params = _params(base, per_pattern, steps, layers, seed, surface, grammar, hidden, lr)
     data, ckpt = out / "data", out / "sft"
     times: dict[str, float] = {}
     t0 = time.monotonic()
@@ -88,7 +89,7 @@ def run_one(base: Path, out: Path, per_pattern: int, steps: int, layers: int, se
     transfer = evaluate_race_programs(ckpt / "final", folders, seed=seed)
     times["eval_min"] = (time.monotonic() - t0) / 60
     return {"surface": surface, "per_pattern": per_pattern, "grammar_pairs": grammar, "reason_first": first_reason,
-            "hidden": params.model.tiny.hidden_size, "steps": steps,
+            "hidden": params.model.tiny.hidden_size, "learning_rate": params.sft.learning_rate, "steps": steps,
             "layers": layers, "seed": seed,
             "train_items": train_items,
             "synthetic": synthetic, "transfer": {k: v["pooled"] for k, v in transfer["folders"].items()},
@@ -102,7 +103,7 @@ def line(r: dict[str, Any]) -> str:
         return f"F1 {s['f1']:.3f} [{lo:.2f}, {hi:.2f}] acc {s['accuracy']:.3f} (all-yes {s['always_yes_f1']:.2f})"
     head = "reason-first " if r.get("reason_first") else ""
     parts = [f"{head}{r['surface']} per_pattern {r['per_pattern']:>4} grammar {r.get('grammar_pairs', 0):>5} "
-             f"steps {r['steps']:>5} layers {r['layers']} hidden {r.get('hidden', 256)} "
+             f"steps {r['steps']:>5} layers {r['layers']} hidden {r.get('hidden', 256)} lr {r.get('learning_rate')} "
              f"seed {r['seed']} ({r['train_items']} train items)", f"synthetic {f(r['synthetic'])}"]
     pats = r["synthetic"].get("patterns", {})
     for name, rows in (("grammar", [c for k, c in pats.items() if k == "grammar"]),
@@ -120,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, nargs="+", default=[1200])
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--hidden", type=int, help="model.tiny.hidden_size (intermediate size 3x); default: params.yaml")
+    ap.add_argument("--lr", type=float, help="sft.learning_rate; default: params.yaml")
     ap.add_argument("--surface", nargs="+", default=["narrow"], choices=["narrow", "wide"],
                     help="prepare.race.surface of the generated items")
     ap.add_argument("--grammar-pairs", type=int, nargs="+", default=[0],
@@ -139,10 +141,11 @@ def main(argv: list[str] | None = None) -> int:
                 for grammar in a.grammar_pairs:
                     for steps in a.steps:
                         tag = ("" if surface == "narrow" else f"{surface}-") + (f"g{grammar}-" if grammar else "") \
-                            + ("rf-" if a.reason_first else "") + (f"h{a.hidden}-" if a.hidden else "")
+                            + ("rf-" if a.reason_first else "") + (f"h{a.hidden}-" if a.hidden else "") \
+                            + (f"lr{a.lr:g}-" if a.lr else "")
                         out = a.out / f"{tag}pp{per_pattern}-st{steps}-l{a.layers}-s{seed}"
                         r = run_one(a.params, out, per_pattern, steps, a.layers, seed, surface, a.folders, grammar,
-                                    a.reason_first, a.hidden)
+                                    a.reason_first, a.hidden, a.lr)
                         (out / "result.json").write_text(json.dumps(r, indent=1) + "\n")
                         print(line(r), flush=True)
                         results.append(r)
