@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hpcrl_core.data.race.programs import Program, indent
+from hpcrl_core.data.race.programs import Program
 
 
 @dataclass(frozen=True)
@@ -585,12 +585,7 @@ def render(nest: Nest, d: _Draw) -> list[str]:
         return [*prelude, *loop(nest.loops[0])]
     first, second = (p.loop(_body_lines(p, lp.body, loop), lo=lp.lo_text, hi=lp.hi_text, var=lp.var)
                      for lp in nest.loops)
-    wait = " nowait" if nest.nowait else ""
-    if p.c:
-        inner_lines = [p.omp(f"for{wait}"), *first, p.omp("for"), *second]
-        return [*prelude, p.omp("parallel"), "{", *indent(inner_lines), "}"]
-    inner_lines = [p.omp("do"), *first, p.omp(f"end do{wait}"), p.omp("do"), *second, p.omp("end do")]
-    return [*prelude, p.omp("parallel"), *indent(inner_lines), p.omp("end parallel")]
+    return [*prelude, *p.region([*p.workshare(first, nowait=nest.nowait), *p.workshare(second)])]
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -27,14 +27,8 @@ def _k_nowait(p: Program, race: bool) -> tuple[list[str], str]:
     mode = "nowait" if race else r.choice(("implicit", "explicit"))
     first = p.loop([p.st(f"{p.ref(a, i)} = {p.ref(b, i)} * 2 + 1")])
     second = p.loop([p.st(f"{p.ref(c, i)} = {read} + {p.ref(b, i)}")])
-    wait = " nowait" if mode != "implicit" else ""
     bar = [p.omp("barrier")] if mode == "explicit" else []
-    if p.c:
-        inner = [p.omp(f"for{wait}"), *first, *bar, p.omp("for"), *second]
-        region = [p.omp("parallel"), "{", *indent(inner), "}"]
-    else:
-        inner = [p.omp("do"), *first, p.omp(f"end do{wait}"), *bar, p.omp("do"), *second, p.omp("end do")]
-        region = [p.omp("parallel"), *indent(inner), p.omp("end parallel")]
+    region = p.region([*p.workshare(first, nowait=mode != "implicit"), *bar, *p.workshare(second)])
     p.summed.append(c)
     why = {"nowait": f"`{a}` is read as `{read}` in the second loop, but the nowait removes the barrier after the "
                      "first loop, so the element can be read before the thread that writes it has done so",
@@ -59,10 +53,7 @@ def _k_master(p: Program, race: bool) -> tuple[list[str], str]:
         block = p.block(kind, [write], end="end single nowait" if mode == "single nowait" else None)
     bar = [p.omp("barrier")] if mode == "master barrier" else []
     loop = p.loop([p.st(f"{p.ref(b, i)} = {p.ref(a, i)} + {v}")])
-    work = [p.omp("for"), *loop] if p.c else [p.omp("do"), *loop, p.omp("end do")]
-    inner = [*block, *bar, *work]
-    region = [p.omp("parallel"), "{", *indent(inner), "}"] if p.c else \
-        [p.omp("parallel"), *indent(inner), p.omp("end parallel")]
+    region = p.region([*block, *bar, *p.workshare(loop)])
     p.summed.append(b)
     p.shown.append(v)
     why = {"master": f"`{v}` is written inside master, which has no implied barrier, while the other threads "

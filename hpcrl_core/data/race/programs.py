@@ -179,16 +179,26 @@ class Program:
             return [self.omp(directive), "{", *indent(body), "}"]
         return [self.omp(directive), *indent(body), self.omp(end or f"end {directive.split()[0]}")]
 
+    def region(self, inner: list[str]) -> list[str]:
+        """A parallel region around ``inner``: braces in C, ``end parallel`` in Fortran."""
+        if self.c:
+            return [self.omp("parallel"), "{", *indent(inner), "}"]
+        return [self.omp("parallel"), *indent(inner), self.omp("end parallel")]
+
+    def workshare(self, loop: list[str], clauses: str = "", nowait: bool = False) -> list[str]:
+        """``loop`` as a for / do construct inside a region; ``nowait`` on the for, or on Fortran's ``end do``."""
+        wait = " nowait" if nowait else ""
+        if self.c:
+            return [self.omp(f"for{clauses}{wait}"), *loop]
+        return [self.omp(f"do{clauses}"), *loop, self.omp(f"end do{wait}")]
+
     def par_for(self, clauses: str, loop: list[str]) -> list[str]:
         """``loop`` as a worksharing loop: the combined construct, or a parallel region holding a for / do."""
         split = self.rng.random() < 0.3
-        if self.c:
-            if split:
-                return [self.omp("parallel"), "{", *indent([self.omp(f"for{clauses}"), *loop]), "}"]
-            return [self.omp(f"parallel for{clauses}"), *loop]
         if split:
-            return [self.omp("parallel"), *indent([self.omp(f"do{clauses}"), *loop, self.omp("end do")]),
-                    self.omp("end parallel")]
+            return self.region(self.workshare(loop, clauses))
+        if self.c:
+            return [self.omp(f"parallel for{clauses}"), *loop]
         return [self.omp(f"parallel do{clauses}"), *loop, *([self.omp("end parallel do")] * self.rng.randint(0, 1))]
 
     def render(self, kernel: list[str]) -> str:
