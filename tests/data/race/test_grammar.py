@@ -12,8 +12,8 @@ from collections import Counter
 
 import pytest
 
+from hpcrl_core.data.race.dependence import Index, Loop, Nest, Redraw, Ref, Stmt, label
 from hpcrl_core.data.race.generator import GRAMMAR, generate_race_items
-from hpcrl_core.data.race.grammar import Index, Loop, Nest, Redraw, Ref, Stmt, label
 from hpcrl_core.data.race.tsan import check_with_tsan, tsan_available
 
 N = 64
