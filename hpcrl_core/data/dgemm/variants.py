@@ -14,7 +14,7 @@ tile_scalar     kinds.unroll    7%     MR x NR scalar register tile, k innermost
 ikj_unrolled    kinds.unroll    10%    i-k-j with k or i unrolled by 2/4                    5 / 19 / 30
 blocked         kinds.blocked   17%    tiles 16..128, inside half i-k-j, half i-j-k         1.4 / 3 / 23
 ikj_vec         kinds.vector    10%    i-k-j, j loop in AVX2/AVX-512 vectors                3.5 / 13 / 20
-tile_vec        kinds.vector    13%    vector register tile, optional k blocking            5 / 20 / 60
+tile_vec        kinds.vector    13%    vector tile, named or array accumulators, k blocks   5 / 20 / 60
 packed          kinds.packed    20%    packed micro-kernels (Goto/BLIS), several MR x NR    16 / 38 / 66
 ==============  ==============  =====  ===================================================  ============
 

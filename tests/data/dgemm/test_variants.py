@@ -13,7 +13,7 @@ import pytest
 from hpcrl_core.bench.engine import Engine
 from hpcrl_core.bench.executor import LocalExecutor
 from hpcrl_core.bench.extract import normalise_code
-from hpcrl_core.bench.techniques import ALL_TECHNIQUES, detect_techniques_in_source
+from hpcrl_core.bench.techniques import ALL_TECHNIQUES, Technique, detect_techniques_in_source
 from hpcrl_core.data.dgemm.problems import HEADERS
 from hpcrl_core.data.dgemm.variants import KINDS, generate_variants, kind_schedule
 from hpcrl_core.errors import DataError
@@ -129,3 +129,27 @@ def test_small_kinds_run_out_of_distinct_kernels_only_in_the_house_layout(
     assert 400 < len(house) < 640 and len({normalise_code(v.code) for v in house}) == len(house)
     assert "no more distinct kernels" in caplog.text and "ikj_unrolled" in caplog.text
     assert len(generate_variants(0, 640)) == 640
+
+
+def test_the_array_form_of_a_vector_tile_reads_the_same_for_every_tile_shape() -> None:
+    """In the house layout, array-form ``tile_vec`` kernels of one vector spelling differ only in their constants
+    (and the header comment naming the shape): the text a model writes does not depend on MR and NV. The named form
+    spells out MR * NV accumulators; both forms occur and only the array form loop-reorders."""
+    tiles = [v for v in generate_variants(4, 480, vary_layout=False) if v.kind == "tile_vec"]
+    loops = [v for v in tiles if "-loops" in v.name]
+    assert 0.3 < len(loops) / len(tiles) < 0.7
+    assert all(Technique.LOOP_REORDER in v.intended for v in loops)
+    assert not any(Technique.LOOP_REORDER in v.intended for v in tiles if v not in loops)
+
+    def spelling(name: str) -> str:  # the vector spelling and options without the shape: tile-vec8-ext-loops-kb
+        return re.sub(r"-\d+x\d+-", "-", name.split(":", 2)[2])
+
+    def without_constants(code: str) -> str:
+        return re.sub(r"^#define (VW|MR|NV|NR|KB) \d+\n|^// C = A \* B with a .*\n", "", code, flags=re.M)
+
+    groups: dict[str, list[str]] = {}
+    for v in loops:
+        groups.setdefault(spelling(v.name), []).append(v.code)
+    assert any(len(codes) > 1 for codes in groups.values())
+    for name, codes in groups.items():
+        assert len({without_constants(c) for c in codes}) == 1, name

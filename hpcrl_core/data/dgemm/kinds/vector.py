@@ -3,7 +3,8 @@ or 8 (AVX-512) doubles per vector.
 
 - ``ikj_vec``: i-k-j with the j loop in vectors (one or two per step), scalar tail: loop_reorder + simd
   (+ register_blocking with two vectors per step). ~4-20 GFLOPS at n = 256.
-- ``tile_vec``: an MR x (NV vectors) register tile of C in named vector accumulators over the k range, optionally
+- ``tile_vec``: an MR x (NV vectors) register tile of C over the k range, in named vector accumulators or (half the
+  time) an accumulator array with loops over the tile (+ loop_reorder), optionally
   k-blocked (cache_blocking) and threaded over row bands; edges by dot products: register_blocking + simd.
   ~5-60 GFLOPS.
 
@@ -141,8 +142,9 @@ def _tile_kloop(s: Style, vec: Vec, mr: int, nv: int, k_lo: str, k_hi: str) -> s
     return f"for (int {k} = {k_lo}; {k} < {k_hi}; {k}++) {{\n{block(bs, 1)}\n{block(chr(10).join(rows), 1)}\n}}"
 
 
-def _tile(s: Style, vec: Vec, mr: int, nv: int, kblock: bool) -> str:
-    """One MR x NV-vector tile at (i, j): accumulators, k loop, store."""
+def _tile_named(s: Style, vec: Vec, mr: int, nv: int, kblock: bool) -> str:
+    """One MR x NV-vector tile at (i, j) in named accumulators (``c00`` .. ``c52``), the k loop innermost: no loop
+    over the tile, so the detector sees register blocking without loop reordering."""
     i, j = s.i, s.j
     accs = [f"c{r}{v}" for r in range(mr) for v in range(nv)]
 
@@ -156,29 +158,60 @@ def _tile(s: Style, vec: Vec, mr: int, nv: int, kblock: bool) -> str:
     return f"{decls(vec.t, init)}\n{_tile_kloop(s, vec, mr, nv, k_lo, k_hi)}\n{stores}"
 
 
+def _tile_loops(s: Style, vec: Vec, kblock: bool) -> str:
+    """One MR x NV-vector tile at (i, j) in an accumulator array, written with loops over the MR and NV constants
+    as the packed kernels' micro-tile is (gcc unrolls them fully and keeps ``acc`` in registers): the same lines
+    for every tile shape. The k loop holds the tile's loops, so the detector also sees loop reordering."""
+    i, j, k = s.i, s.j, s.k
+
+    def at(m: str, r: str, v: str) -> str:
+        return s.addr(m, r, f"{j} + VW * {v}")
+
+    init = vec.load(at("C", f"({i} + r)", "v")) if kblock else vec.zero()
+    k_lo, k_hi = (s.kk, "kend") if kblock else ("0", "n")
+    a_decl = vec.bcast("ai", s.at("A", f"({i} + r)", k))
+    kbody = (f"{vec.t} bv[NV];\nfor (int v = 0; v < NV; v++)\n    bv[v] = {vec.load(at('B', k, 'v'))};\n"
+             f"for (int r = 0; r < MR; r++) {{\n    {a_decl}\n    for (int v = 0; v < NV; v++)\n"
+             f"        {vec.accumulate('acc[r][v]', 'ai', 'bv[v]')}\n}}")
+    return (f"{vec.t} acc[MR][NV];\nfor (int r = 0; r < MR; r++)\n    for (int v = 0; v < NV; v++)\n"
+            f"        acc[r][v] = {init};\n"
+            f"for (int {k} = {k_lo}; {k} < {k_hi}; {k}++) {{\n{block(kbody, 1)}\n}}\n"
+            f"for (int r = 0; r < MR; r++)\n    for (int v = 0; v < NV; v++)\n"
+            f"        {vec.store(at('C', f'({i} + r)', 'v'), 'acc[r][v]')}")
+
+
 def tile_vec(rng: random.Random, s: Style) -> Draft:
-    """Register tile of vector accumulators over (a block of) k, unpacked operands."""
+    """Register tile of vector accumulators over (a block of) k, unpacked operands: in named accumulators (register
+    blocking + simd) or, half the time, in an accumulator array with loops over the tile (+ loop reordering)."""
     vec = _random_vec(rng)
     mr, nv = rng.choice(((2, 2), (4, 2), (4, 1), (3, 2), (6, 1), (2, 3), (4, 3), (6, 2)))
     omp, kblock = rng.random() < 0.35, rng.random() < 0.35
-    i, j, width, dot = s.i, s.j, vec.w * nv, s.dot
-    jloop = f"for (int {j} = 0; {j} < nfull; {j} += {width}) {{\n{block(_tile(s, vec, mr, nv, kblock), 1)}\n}}"
     pragma = lead(omp_for(s, rng) if omp else "")
-    main = f"{pragma}for (int {i} = 0; {i} < mfull; {i} += {mr}) {{\n{block(jloop, 1)}\n}}"
+    kb, zero = (rng.choice((64, 128, 256)), zero_matrix(s, rng)) if kblock else (0, "")
+    loops = rng.random() < 0.5  # drawn last: the named form of a seed is the kernel it was before this choice
+    i, j, width, dot = s.i, s.j, vec.w * nv, s.dot
+    mr_, nr_ = ("MR", "NR") if loops else (str(mr), str(width))
+    tile = _tile_loops(s, vec, kblock) if loops else _tile_named(s, vec, mr, nv, kblock)
+    jloop = f"for (int {j} = 0; {j} < nfull; {j} += {nr_}) {{\n{block(tile, 1)}\n}}"
+    main = f"{pragma}for (int {i} = 0; {i} < mfull; {i} += {mr_}) {{\n{block(jloop, 1)}\n}}"
     if kblock:
-        kb = rng.choice((64, 128, 256))
-        main = (f"{zero_matrix(s, rng)}\nfor (int {s.kk} = 0; {s.kk} < n; {s.kk} += {kb}) {{\n"
-                f"    const int kend = {s.mn(f'{s.kk} + {kb}', 'n')};\n{block(main, 1)}\n}}")
+        kb_ = "KB" if loops else str(kb)
+        main = (f"{zero}\nfor (int {s.kk} = 0; {s.kk} < n; {s.kk} += {kb_}) {{\n"
+                f"    const int kend = {s.mn(f'{s.kk} + {kb_}', 'n')};\n{block(main, 1)}\n}}")
     cij = f"{s.at('C', i, j)} = {dot}(n, {s.row('A', i)}, B, {j});"
     edges = (f"//# edges: leftover columns, then leftover rows\nfor (int {i} = 0; {i} < mfull; {i}++)\n"
              f"    for (int {j} = nfull; {j} < n; {j}++)\n        {cij}\n"
              f"for (int {i} = mfull; {i} < n; {i}++)\n    for (int {j} = 0; {j} < n; {j}++)\n        {cij}")
-    body = (f"const int mfull = n - n % {mr};\nconst int nfull = n - n % {width};\n"
-            f"//# {mr} x {width} tile of C in {mr * nv} vector registers\n{main}\n{edges}")
+    regs = "MR * NV" if loops else str(mr * nv)
+    body = (f"const int mfull = n - n % {mr_};\nconst int nfull = n - n % {nr_};\n"
+            f"//# {mr_} x {nr_} tile of C in {regs} vector registers\n{main}\n{edges}")
     heads = includes("string.h" if "memset" in body else "stddef.h", *vec.headers())
-    code = (f"{heads}{vec.prelude()}{s.min_def() if kblock else ''}{dot_helper(s, dot)}"
+    consts = s.consts_def({"VW": vec.w, "MR": mr, "NV": nv, "NR": width, **({"KB": kb} if kblock else {})})
+    consts = consts if loops else ""
+    code = (f"{heads}{consts}{vec.prelude()}{s.min_def() if kblock else ''}{dot_helper(s, dot)}"
             f"{s.signature}\n{{\n{block(body, 1)}\n}}")
     intended = {T.REGISTER_BLOCKING, T.SIMD} | ({T.OPENMP} if omp else set())
-    intended |= {T.CACHE_BLOCKING} if kblock else set()
-    desc = f"tile-vec{vec.w}-{vec.impl}-{mr}x{width}{'-kb' if kblock else ''}{'-omp' if omp else ''}"
+    intended |= ({T.CACHE_BLOCKING} if kblock else set()) | ({T.LOOP_REORDER} if loops else set())
+    desc = (f"tile-vec{vec.w}-{vec.impl}-{mr}x{width}{'-loops' if loops else ''}{'-kb' if kblock else ''}"
+            f"{'-omp' if omp else ''}")
     return Draft(desc, render(code, s, f"C = A * B with a {mr}x{width} vector register tile"), frozenset(intended))
