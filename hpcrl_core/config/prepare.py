@@ -51,6 +51,9 @@ class DgemmPrepParams(Section):
     # each SFT completion opens with "// plan: <kind> <parameters>" before the code, so the policy picks the kernel's
     # design in its first tokens, from the prompt, instead of by whichever #include line is commonest (docs/data.md)
     plan_line: bool = True
+    # the completion first restates the permitted techniques ("// permitted: loop_reorder simd"), then the plan: the
+    # tiny model chose kinds as if from the single techniques it saw, not their combination (docs/data.md)
+    plan_permitted: bool = False
     vary_names: bool = False  # draw identifier spellings per variant (off: one spelling per name; docs/data.md)
     vary_layout: bool = False  # draw layout per variant (off: one house layout, only algorithms vary; docs/data.md)
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hpcrl_core.bench.executor import LocalExecutor
-from hpcrl_core.bench.techniques import Technique, parse_techniques
+from hpcrl_core.bench.techniques import ALL_TECHNIQUES, Technique, parse_techniques
 from hpcrl_core.data.dgemm.problems import (
     HELD_OUT_PERMITTED,
     Problem,
@@ -168,8 +168,16 @@ def plan_line(kernel: CorpusKernel) -> str:
     return f"// plan: {kernel.kind}: {kernel.name.split(':', 2)[-1]}\n"
 
 
+def permitted_line(problem: Problem) -> str:
+    """The comment that restates the prompt's permitted techniques, in the prompt's order, before the plan line
+    (``// permitted: loop_reorder cache_blocking openmp``, or ``// permitted: none``): the kind is then chosen next
+    to a short copy of what the prompt allows instead of from a list spread over ~300 prompt tokens."""
+    names = [t.value for t in ALL_TECHNIQUES if t in problem.permitted]
+    return f"// permitted: {' '.join(names) or 'none'}\n"
+
+
 def sft_records(kernels: Sequence[CorpusKernel], problems: Sequence[Problem], seed: int, per_kernel: int,
-                kind_weights: Mapping[str, float], plan: bool = False) -> list[Record]:
+                kind_weights: Mapping[str, float], plan: bool = False, plan_permitted: bool = False) -> list[Record]:
     """Pair verified kernels with train problems that permit every technique they use.
 
     Args:
@@ -179,6 +187,7 @@ def sft_records(kernels: Sequence[CorpusKernel], problems: Sequence[Problem], se
         per_kernel: at most this many problems per kernel.
         kind_weights: generator kind -> positive draw weight (``prepare.dgemm.kind_weights``).
         plan: open each completion with ``plan_line`` (``prepare.dgemm.plan_line``).
+        plan_permitted: put ``permitted_line`` first (``prepare.dgemm.plan_permitted``).
 
     Returns:
         Records in problem order: the problem's prompt, the kernel in one ```c block as completion. Nothing in them
@@ -205,7 +214,7 @@ def sft_records(kernels: Sequence[CorpusKernel], problems: Sequence[Problem], se
             raise AssertionError(f"{k.name} uses {_names(k.techniques)}, {p.id} permits {_names(p.permitted)}")
         meta = problem_metadata(p, {"kernel_name": k.name, "kernel_kind": k.kind,
                                     "kernel_techniques": _names(k.techniques)})
-        body = (plan_line(k) if plan else "") + k.code
+        body = (permitted_line(p) if plan_permitted else "") + (plan_line(k) if plan else "") + k.code
         out.append(Record(family="dgemm", prompt=problem_prompt(p), completion=assistant("```c\n" + body + "```"),
                           answer="", metadata=meta,
                           provenance={"source": "synthetic:dgemm-corpus@1", "seed": seed, "variant": k.name}))

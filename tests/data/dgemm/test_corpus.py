@@ -214,3 +214,17 @@ def test_pairing_ignores_timings_and_barely_moves_when_one_kernel_is_missing() -
     assert len(base) > 300
     assert len(base & fewer) >= 0.9 * len(base)
     assert retimed == base
+
+
+def test_the_permitted_line_restates_the_prompts_techniques_in_its_order_before_the_plan() -> None:
+    k = _kernel("0007:packed:packed-ext8-12x16-kc384", frozenset(), 3.0, "packed")
+    rich = next(p for p in make_problems("train", 0, 400) if len(p.permitted) == 3)
+    plain = next(p for p in make_problems("train", 0, 400) if not p.permitted)
+    for p in (rich, plain):
+        (r,) = sft_records([k], [p], seed=1, per_kernel=1, kind_weights=KIND_WEIGHTS, plan=True, plan_permitted=True)
+        first, second = r.response.split("\n")[1:3]
+        assert second == "// plan: packed: packed-ext8-12x16-kc384"
+        listed = [ln[2:].split(":")[0] for ln in r.prompt[-1]["content"].splitlines()
+                  if ln.startswith("- ") and not ln.startswith("- no ")]
+        assert first == "// permitted: " + (" ".join(listed) if p.permitted else "none")
+        assert sorted(first.split(": ", 1)[1].split()) == (sorted(t.value for t in p.permitted) or ["none"])
