@@ -119,6 +119,10 @@ class SFTParams(Section):
     # family -> times its train records appear per epoch (default once): small families (facts tables) seen as often
     # as the large ones need
     repeats: dict[str, int] = Field(default_factory=dict)
+    # how a batch's summed token loss is divided: "batch" by the batch's own completion tokens (TRL's mean), so with
+    # length-grouped batches a token of a short record weighs several times one of a long record; "uniform" by a
+    # constant (records per step x the mean completion tokens of a train record), so every token weighs the same
+    token_weighting: Literal["batch", "uniform"] = "batch"
     trl: dict[str, Any] = Field(default_factory=dict)  # extra SFTConfig options, e.g. {max_grad_norm: 0.5}
 
     @field_validator("families")

@@ -36,7 +36,7 @@ from hpcrl_core.training.checkpoints import (
     save_policy,
 )
 from hpcrl_core.training.mlflow_callback import use_hpcrl_mlflow
-from hpcrl_core.training.sft_data import fitting_datasets, load_sft_datasets
+from hpcrl_core.training.sft_data import fitting_datasets, load_sft_datasets, mean_completion_tokens
 from hpcrl_core.training.trl_options import check_passthrough, device_options
 
 logger = logging.getLogger(__name__)
@@ -92,6 +92,24 @@ def sft_config(sp: SFTParams, output_dir: Path, report_to: list[str], has_eval: 
                           ) from None
 
 
+class UniformTokenSFTTrainer(SFTTrainer):
+    """SFTTrainer whose training loss divides the batch's summed token loss by a constant, ``tokens_per_step``
+    (``sft.token_weighting: uniform``), instead of by the batch's own completion tokens: with length-grouped batches
+    the mean made a token of a short record weigh as much as several tokens of a long one, and the first tokens of
+    short kernels (their plan lines) outweighed those of long ones. Evaluation keeps the per-batch mean."""
+
+    def __init__(self, *args: Any, tokens_per_step: float, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.tokens_per_step = tokens_per_step
+
+    def compute_loss(self, model: Any, inputs: dict[str, Any], return_outputs: bool = False,
+                     num_items_in_batch: Any = None) -> Any:
+        if model.training:
+            num_items_in_batch = self.tokens_per_step
+        return super().compute_loss(model, inputs, return_outputs=return_outputs,
+                                    num_items_in_batch=num_items_in_batch)
+
+
 def _policy_params(mp: ModelParams, output_dir: Path) -> ModelParams:
     """When resuming, reuse the tokenizer saved by the earlier run, so the resumed model keeps its vocabulary."""
     saved = output_dir / TOKENIZER_DIR
@@ -129,8 +147,14 @@ def build_sft_trainer(params: Params, data_dir: Path, output_dir: Path, report_t
     save_tokenizer(tokenizer, output_dir / TOKENIZER_DIR)
     train, evaluation = fitting_datasets(sp.max_length, train, evaluation, tokenizer, {} if notes is None else notes)
     args = sft_config(sp, output_dir, report_to, has_eval=len(evaluation) > 0)
-    trainer = SFTTrainer(model=model, args=args, train_dataset=train,
-                         eval_dataset=evaluation if len(evaluation) else None, processing_class=tokenizer)
+    common: dict[str, Any] = {"model": model, "args": args, "train_dataset": train,
+                              "eval_dataset": evaluation if len(evaluation) else None, "processing_class": tokenizer}
+    if sp.token_weighting == "uniform":
+        per_step = sp.per_device_train_batch_size * sp.gradient_accumulation_steps
+        trainer: SFTTrainer = UniformTokenSFTTrainer(
+            **common, tokens_per_step=per_step * mean_completion_tokens(train, tokenizer))
+    else:
+        trainer = SFTTrainer(**common)
     return use_hpcrl_mlflow(trainer)
 
 

@@ -82,6 +82,18 @@ def record_tokens(prompt: list[dict[str, str]], completion: list[dict[str, str]]
     return len(rendered["input_ids"])
 
 
+def mean_completion_tokens(dataset: Dataset, tokenizer: PreTrainedTokenizerBase) -> float:
+    """Mean tokens of a record's completion (record minus its prompt with the generation prompt), at least 1."""
+    if not len(dataset):
+        return 1.0
+    total = 0
+    for row in dataset:
+        prompt: Any = tokenizer.apply_chat_template(row["prompt"], tokenize=True, return_dict=True,
+                                                    add_generation_prompt=True)
+        total += record_tokens(row["prompt"], row["completion"], tokenizer) - len(prompt["input_ids"])
+    return max(total / len(dataset), 1.0)
+
+
 def longest_record_tokens(dataset: Dataset, tokenizer: PreTrainedTokenizerBase) -> int:
     """The longest record of a prompt-completion dataset in tokens (0 for an empty dataset)."""
     return max((record_tokens(row["prompt"], row["completion"], tokenizer) for row in dataset), default=0)

@@ -13,14 +13,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 from trl import SFTConfig
 
 from hpcrl_core.config import Params, parse_params
 from hpcrl_core.data.schema import FAMILIES, Record, assistant, messages, write_jsonl
 from hpcrl_core.errors import ConfigError, DataError
 from hpcrl_core.training.checkpoints import last_checkpoint
-from hpcrl_core.training.sft import build_sft_trainer, run_sft
-from hpcrl_core.training.sft_data import load_sft_datasets, longest_record_tokens, record_tokens
+from hpcrl_core.training.sft import UniformTokenSFTTrainer, build_sft_trainer, run_sft
+from hpcrl_core.training.sft_data import (
+    load_sft_datasets,
+    longest_record_tokens,
+    mean_completion_tokens,
+    record_tokens,
+)
 
 ANSWERS = {
     "dgemm": "```c\nfor (int i = 0; i < n; i++)\n  for (int k = 0; k < n; k++)\n"
@@ -168,3 +174,27 @@ def test_run_resumes_from_last_checkpoint(data_dir: Path, tmp_path: Path) -> Non
     assert {"step": 4, "marker": "first run"} in history
     loss_steps = [e["step"] for e in history if "loss" in e]
     assert loss_steps == [1, 2, 3, 4, 5, 6]  # steps 1-4 come from the first run, only 5 and 6 were trained again
+
+
+def test_uniform_token_weighting_divides_the_summed_loss_by_a_constant(data_dir: Path, tmp_path: Path) -> None:
+    batch_trainer = build_sft_trainer(make_params(), data_dir, tmp_path / "a", report_to=[])
+    uniform = build_sft_trainer(make_params(token_weighting="uniform"), data_dir, tmp_path / "b", report_to=[])
+    assert isinstance(uniform, UniformTokenSFTTrainer) and not isinstance(batch_trainer, UniformTokenSFTTrainer)
+    train, _ = load_sft_datasets(data_dir, FAMILIES, seed=7)
+    mean_tokens = mean_completion_tokens(train, uniform.processing_class)  # type: ignore[arg-type]
+    labelled = [sum(x != -100 for x in row) for row in uniform.train_dataset["labels"]]  # type: ignore[index]
+    assert mean_tokens == pytest.approx(sum(labelled) / len(labelled), abs=2.0)  # the turn's closing tokens aside
+    assert uniform.tokens_per_step == pytest.approx(4 * mean_tokens)
+    batch = next(iter(uniform.get_train_dataloader()))
+    uniform.model.load_state_dict(batch_trainer.model.state_dict())
+    for t in (uniform, batch_trainer):
+        t.model.train()
+    tokens = int((batch["labels"][:, 1:] != -100).sum())
+    with torch.no_grad():
+        summed = float(uniform.compute_loss(uniform.model, dict(batch))) * uniform.tokens_per_step
+        mean = float(batch_trainer.compute_loss(batch_trainer.model, dict(batch), num_items_in_batch=tokens))
+    assert summed == pytest.approx(mean * tokens, rel=1e-4)
+    uniform.model.eval()  # evaluation keeps the per-batch mean
+    with torch.no_grad():
+        assert float(uniform.compute_loss(uniform.model, dict(batch), num_items_in_batch=tokens)) == \
+            pytest.approx(mean, rel=1e-4)
