@@ -206,8 +206,8 @@ def tile_vec(rng: random.Random, s: Style) -> Draft:
     body = (f"const int mfull = n - n % {mr_};\nconst int nfull = n - n % {nr_};\n"
             f"//# {mr_} x {nr_} tile of C in {regs} vector registers\n{main}\n{edges}")
     heads = includes("string.h" if "memset" in body else "stddef.h", *vec.headers())
-    consts = s.consts_def({"VW": vec.w, "MR": mr, "NV": nv, "NR": width, **({"KB": kb} if kblock else {})})
-    consts = consts if loops else ""
+    consts = s.consts_def({"VW": vec.w, "MR": mr, "NV": nv, "NR": width, **({"KB": kb} if kblock else {})}) \
+        if loops else ""
     code = (f"{heads}{consts}{vec.prelude()}{s.min_def() if kblock else ''}{dot_helper(s, dot)}"
             f"{s.signature}\n{{\n{block(body, 1)}\n}}")
     intended = {T.REGISTER_BLOCKING, T.SIMD} | ({T.OPENMP} if omp else set())
