@@ -243,14 +243,15 @@ def test_the_labeller_agrees_with_an_exhaustive_reading_on_drawn_nests(language:
     import random
 
     from hpcrl_core.data.race import grammar as g
+    from hpcrl_core.data.race import nests
     from hpcrl_core.data.race.programs import Program
 
     seen = Counter()
     for seed in range(60):
         p = Program(random.Random(seed), language)
-        d = g._Draw(p)
+        d = nests.Draw(p)
         shape = ("flat", "2d", "two")[seed % 3]
-        nest = {"flat": g._draw_flat, "2d": g._draw_2d, "two": g._draw_two}[shape](d)
+        nest = nests.DRAWERS[shape](d)
         if d.via:
             nest.tables[d.via] = d.table
         p.n_val = min(p.n_val, 24 if shape == "2d" else 96)  # small enough for the exhaustive reading
@@ -262,12 +263,12 @@ def test_the_labeller_agrees_with_an_exhaustive_reading_on_drawn_nests(language:
         for want in (None, True, False):  # as drawn, then mutated to each label
             try:
                 if want is None:
-                    g._fix_bounds(nest, d)
+                    nests.fix_bounds(nest, d)
                 else:
                     g._settle(nest, d, want)
             except Redraw:
                 continue
-            shared = g._shared_inner(nest, d)
+            shared = nests.shared_inner(nest, d)
             expected = _reference(nest, d.base, p.n_val, shared)
             if expected is None:
                 with pytest.raises(Redraw):
