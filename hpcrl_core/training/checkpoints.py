@@ -113,11 +113,23 @@ def last_logged(state: dict[str, Any], key: str) -> float:
 
 
 
+STOCK_TOKENIZER_DIR = "tokenizer"
+
+
 def save_policy(trainer: Any, folder: Path) -> None:
-    """Save a trained policy for the next stage: the model (or adapter) and its tokenizer into ``folder``."""
+    """Save a trained policy for the next stage: the model (or adapter) and its tokenizer into ``folder``, and the
+    tokenizer once more, alone, into ``folder/tokenizer`` for stock loaders.
+
+    Why twice: beside a config.json of model type qwen2, transformers' ``AutoTokenizer`` always builds
+    ``Qwen2Tokenizer``, which replaces the saved pre-tokenizer with its own regex, so our tiny model's tokenizer
+    loaded from ``folder`` tokenizes every text unlike training (986 tokens instead of 105 for one record). hpcrl
+    loads it right (``models.tokenizer.tokenizer_from_folder``); a user's script, vLLM (``tokenizer=``) or a model
+    fetched from the MLflow registry is given ``folder/tokenizer``, which holds no config.json and loads exactly.
+    """
     trainer.save_model(str(folder))
     if trainer.processing_class is not None:
         trainer.processing_class.save_pretrained(str(folder))
+        trainer.processing_class.save_pretrained(str(folder / STOCK_TOKENIZER_DIR))
 
 
 def save_log_history(trainer: Any, folder: Path) -> None:

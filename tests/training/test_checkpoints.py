@@ -1,11 +1,24 @@
-"""Tests of checkpoint staleness and completeness. Run: pytest tests/training/test_checkpoints.py"""
+"""Tests of checkpoint staleness and completeness, and of the saved policy folder. Run:
+pytest tests/training/test_checkpoints.py"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
-from hpcrl_core.training.checkpoints import inputs_fingerprint, last_checkpoint, reset_if_stale
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from hpcrl_core.models.saved import load_saved_policy
+from hpcrl_core.models.tiny import build_tiny_model
+from hpcrl_core.training.checkpoints import (
+    STOCK_TOKENIZER_DIR,
+    inputs_fingerprint,
+    last_checkpoint,
+    reset_if_stale,
+    save_policy,
+)
+from tests.models import TINY, qa_records, sample_tokenizer
 
 
 def test_fingerprint_follows_bytes_and_settings(tmp_path: Path) -> None:
@@ -56,3 +69,20 @@ def test_half_written_checkpoints_are_skipped_and_deleted(tmp_path: Path) -> Non
     only_bad = tmp_path / "other"
     _checkpoint(only_bad, 5, None)
     assert last_checkpoint(only_bad) is None and not any(only_bad.iterdir())
+
+
+def test_a_saved_policy_loads_with_stock_transformers_as_it_was_trained(tmp_path: Path) -> None:
+    # What a user does with a registered model: AutoTokenizer + AutoModelForCausalLM, no hpcrl code.
+    tok = sample_tokenizer()
+    model = build_tiny_model(TINY, tok, seed=3)
+    trainer = SimpleNamespace(processing_class=tok, save_model=lambda path: model.save_pretrained(path))
+    save_policy(trainer, tmp_path / "final")
+    record = qa_records()[0]
+    text = tok.apply_chat_template(record.prompt + record.completion, tokenize=False)
+    trained = tok(text)["input_ids"]
+    stock = AutoTokenizer.from_pretrained(str(tmp_path / "final" / STOCK_TOKENIZER_DIR), local_files_only=True)
+    assert stock(text)["input_ids"] == trained
+    assert stock.chat_template == tok.chat_template and stock.eos_token == tok.eos_token
+    assert AutoModelForCausalLM.from_pretrained(str(tmp_path / "final")).config.vocab_size == len(stock)
+    _, own = load_saved_policy(tmp_path / "final")  # hpcrl's own loader reads the folder itself right
+    assert own(text)["input_ids"] == trained
