@@ -12,14 +12,15 @@ median GFLOPS of verified kernels, its ratio to SFT's, the best GFLOPS and WinRa
 (oracle ratio of RL and SFT, RL's on problems permitting 4-5 techniques, headroom closed, best vs numpy, distinct
 kernels); and per run whether it meets issue 24's bars (``meets_bars``).
 Variants: ``sqd`` = params.yaml as is; ``nosqd`` = ``rl_dgemm.sqd.enabled: false`` (problems keep their
-generated stage).
+generated stage); ``share`` = ``reward.duplicate_penalty`` set to ``--share-penalty`` (docs/sqd.md, "Duplicate
+sharing").
 
 Prints the table and writes it to docs/experiments.md (between markers), with every run's figures in
 ``experiments/dgemm/results.json`` (``--no-write``: prints only).
 
-Run: ``.venv/bin/python benchmarks/experiments_dgemm.py [--seeds 1 2 3] [--sft-seeds 1234 7] [--variants sqd nosqd]
-[--steps N]`` (needs ``dvc repro sft``; each run takes rl_dgemm.max_steps RL steps plus one evaluation, each further
-SFT seed one SFT training, ``sft.max_steps`` steps).
+Run: ``.venv/bin/python benchmarks/experiments_dgemm.py [--seeds 1 2 3] [--sft-seeds 1234 7]
+[--variants sqd nosqd share] [--share-penalty 10] [--steps N]`` (needs ``dvc repro sft``; each run takes
+rl_dgemm.max_steps RL steps plus one evaluation, each further SFT seed one SFT training, ``sft.max_steps`` steps).
 """
 
 from __future__ import annotations
@@ -46,16 +47,22 @@ DOC = ROOT / "docs" / "experiments.md"
 KEYS = ("verified_rate", "gflops_median", "gflops_best", "best_vs_numpy")
 
 
-def variant_params(params: Params, variant: str, seed: int, steps: int | None) -> Params:
-    rp = params.rl_dgemm
+VARIANTS = ("sqd", "nosqd", "share")
+
+
+def variant_params(params: Params, variant: str, seed: int, steps: int | None,
+                   share_penalty: float = 10.0) -> Params:
+    rp, reward = params.rl_dgemm, params.reward
     update: dict[str, Any] = {"seed": seed}
     if steps:
         update["max_steps"] = steps
     if variant == "nosqd":
         update["sqd"] = rp.sqd.model_copy(update={"enabled": False})
+    elif variant == "share":
+        reward = reward.model_copy(update={"duplicate_penalty": share_penalty})
     elif variant != "sqd":
-        raise SystemExit(f"unknown variant {variant!r}; allowed: sqd, nosqd")
-    return params.model_copy(update={"rl_dgemm": rp.model_copy(update=update)})
+        raise SystemExit(f"unknown variant {variant!r}; allowed: {', '.join(VARIANTS)}")
+    return params.model_copy(update={"rl_dgemm": rp.model_copy(update=update), "reward": reward})
 
 
 def run_settings(p: Params, data: Path, sft: Path) -> dict[str, Any]:
@@ -88,10 +95,10 @@ def sft_policy(params: Params, sft_seed: int, default: Path, data: Path, out: Pa
 
 
 def one_run(params: Params, variant: str, seed: int, out: Path, data: Path, sft: Path,
-            steps: int | None, sft_seed: int) -> dict[str, Any]:
+            steps: int | None, sft_seed: int, share_penalty: float = 10.0) -> dict[str, Any]:
     folder = out / f"{variant}-sft{sft_seed}-s{seed}"
     report_path = folder / "eval_dgemm.json"
-    p = variant_params(params, variant, seed, steps)
+    p = variant_params(params, variant, seed, steps, share_penalty)
     settings = run_settings(p, data, sft)
     if report_path.is_file():  # finished earlier: reuse it, but only if it was run with these settings
         report: dict[str, Any] = json.loads(report_path.read_text())
@@ -216,7 +223,9 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3], help="RL seeds")
     ap.add_argument("--sft-seeds", type=int, nargs="+", default=None,
                     help="SFT seeds (default: the params' sft.seed alone, the policy at --sft)")
-    ap.add_argument("--variants", nargs="+", default=["sqd", "nosqd"])
+    ap.add_argument("--variants", nargs="+", default=["sqd", "nosqd"], choices=VARIANTS)
+    ap.add_argument("--share-penalty", type=float, default=10.0,
+                    help="reward.duplicate_penalty of the share variant (reward units)")
     ap.add_argument("--steps", type=int, default=None, help="override rl_dgemm.max_steps")
     ap.add_argument("--params", default=str(ROOT / "params.yaml"))
     ap.add_argument("--data", default=str(ROOT / "data"))
@@ -237,11 +246,12 @@ def main() -> int:
             for seed in a.seeds:
                 print(f"== {variant} SFT seed {sft_seed} RL seed {seed}")
                 results.setdefault(variant, []).append(
-                    one_run(params, variant, seed, out, Path(a.data), policy, a.steps, sft_seed))
+                    one_run(params, variant, seed, out, Path(a.data), policy, a.steps, sft_seed, a.share_penalty))
     first = next(iter(results.values()))[0]["meta"]
     lines = [f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC with `benchmarks/experiments_dgemm.py --seeds "
              f"{' '.join(map(str, a.seeds))} --sft-seeds {' '.join(map(str, sft_seeds))} "
              f"--variants {' '.join(a.variants)}"
+             f"{f' --share-penalty {a.share_penalty:g}' if 'share' in a.variants else ''}"
              f"{f' --steps {a.steps}' if a.steps else ''}`: {first['problems']} held-out problems, k={first['k']}, "
              f"T={first['temperature']}, n={','.join(map(str, first['sizes']))} (each problem's own); "
              "mean ± std over all runs (SFT seeds x RL seeds).", "", *table(results),

@@ -19,6 +19,7 @@ from benchmarks.experiments_dgemm import (
     settings_differences,
     sft_policy,
     table,
+    variant_params,
     yardstick_table,
 )
 from hpcrl_core.config import parse_params
@@ -96,3 +97,16 @@ def test_a_finished_run_is_reused_only_with_the_same_settings(tmp_path: Path) ->
     # the params' own SFT seed is the policy given; no training happens for it
     assert sft_policy(params, params.sft.seed, sft, data, tmp_path / "out") == sft
     assert settings_differences({"a": {"b": 1}}, {"a": {"b": 1, "c": 2}}) == ["a.c: None -> 2"]
+
+
+def test_variants_change_only_what_they_name() -> None:
+    params = parse_params({})
+    sqd = variant_params(params, "sqd", 3, None)
+    assert sqd.rl_dgemm.seed == 3 and sqd.reward == params.reward and sqd.rl_dgemm.sqd == params.rl_dgemm.sqd
+    nosqd = variant_params(params, "nosqd", 3, 50)
+    assert not nosqd.rl_dgemm.sqd.enabled and nosqd.rl_dgemm.max_steps == 50 and nosqd.reward == params.reward
+    share = variant_params(params, "share", 3, None, share_penalty=7.5)
+    assert share.reward.duplicate_penalty == 7.5 and share.rl_dgemm.sqd == params.rl_dgemm.sqd
+    assert share.reward.model_copy(update={"duplicate_penalty": 0.0}) == params.reward
+    with pytest.raises(SystemExit, match="unknown variant 'x'; allowed: sqd, nosqd, share"):
+        variant_params(params, "x", 3, None)

@@ -10,6 +10,7 @@ Test: ``pytest tests/bench/test_extract.py``.
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+#-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
@@ -92,3 +93,11 @@ def normalise_code(code: str) -> str:
         out.append(line)
         newline_next = directive or line.endswith("\\")
     return "".join(out)
+
+
+def kernel_identity(completion: str) -> str:
+    """What makes two completions the same kernel: the normalised extracted code (``normalise_code``), or the
+    normalised whole text when no kernel can be extracted. Distinct-kernel counts and the reward's duplicate
+    sharing compare completions by this."""
+    code = extract_code(completion, sys.maxsize).code
+    return normalise_code(code if code is not None else completion)

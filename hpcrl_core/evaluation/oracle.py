@@ -27,14 +27,13 @@ Test: ``pytest tests/evaluation/test_oracle.py``.
 from __future__ import annotations
 
 import statistics
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hpcrl_core.bench.executor import BenchBackend, map_sized
-from hpcrl_core.bench.extract import extract_code, normalise_code
+from hpcrl_core.bench.extract import kernel_identity, normalise_code
 from hpcrl_core.bench.result import BenchResult
 from hpcrl_core.errors import DataError
 from hpcrl_core.files import json_lines
@@ -181,8 +180,7 @@ def distinct_kernels(results: Sequence[Sequence[BenchResult]], completions: Sequ
     for group, texts in zip(results, completions, strict=True):
         for r, text in zip(group, texts, strict=True):
             if r.ok:
-                code = extract_code(text, sys.maxsize).code
-                seen.add(normalise_code(code if code is not None else text))
+                seen.add(kernel_identity(text))
     return len(seen)
 
 

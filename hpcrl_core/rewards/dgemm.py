@@ -17,6 +17,9 @@ synchronous: the trainer waits for the whole batch, as GRPO needs every reward o
 advantages. A ``BenchInfraError`` from any job (or from the reference) propagates out of the call; it never
 becomes a reward.
 
+With ``reward.duplicate_penalty`` > 0 the rewards TRL gets are shared among copies of one kernel in a GRPO group
+(``diversity.py``; logged as ``reward/duplicate_penalty_mean``); the observer sees the rewards before sharing.
+
 Logged every call through TRL's ``log_metric`` (when given), see ``BatchStats.metrics``; the last batch's stats
 are kept on ``last_stats`` for benchmark scripts; the context's observer gets every scored batch.
 
@@ -33,10 +36,12 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
+from hpcrl_core.bench.extract import kernel_identity
 from hpcrl_core.bench.result import BenchResult, Status, node_references
 from hpcrl_core.bench.techniques.technique import parse_techniques
 from hpcrl_core.errors import ConfigError, DataError
 from hpcrl_core.rewards.completions import completion_text
+from hpcrl_core.rewards.diversity import share_duplicates
 from hpcrl_core.rewards.ladder import needs_reference, penalty, shape_reward
 from hpcrl_core.rewards.registry import BenchExecutor, RewardContext, register_reward
 
@@ -196,16 +201,33 @@ class DgemmGflopsReward:
         outcomes = tuple(outcome for _, outcome in scored)
         gflops = tuple(float(r.gflops or 0.0) for r, (_, o) in zip(results, scored, strict=True) if o == "ok")
         stats = self.last_stats = dataclasses.replace(partial, outcomes=outcomes, gflops=gflops)
+        shaped = self._share(texts, rewards)
         if log_metric is not None:
             for name, value in stats.metrics().items():
                 log_metric(name, value)
+            if shaped is not rewards:
+                log_metric("reward/duplicate_penalty_mean", statistics.fmean(
+                    r - s for r, s in zip(rewards, shaped, strict=True)))
         if log_extra is not None:
             log_extra("bench_status", list(outcomes))
             log_extra("gflops", [r.gflops for r in results])
         if self.ctx.observer is not None:
             columns = {k: v for k, v in kwargs.items() if k not in _TRAINER_KWARGS}
             self.ctx.observer(texts, results, rewards, {**columns, "permitted": list(permitted or []), "n": sizes})
-        return rewards
+        return shaped
+
+    def _share(self, texts: Sequence[str], rewards: list[float]) -> list[float]:
+        """The rewards TRL gets: ``rewards`` itself without duplicate sharing, else shared within each group
+        (``reward.duplicate_penalty``; the curriculum and archive still see the unshared rewards)."""
+        penalty = self.ctx.params.reward.duplicate_penalty
+        if penalty == 0:
+            return rewards
+        if self.ctx.group_size is None:
+            raise ConfigError(f"reward.duplicate_penalty is {penalty} but the reward context has no group_size; "
+                              "build RewardContext(..., group_size=num_generations), as hpcrl_core/training/rl.py "
+                              "does, or set reward.duplicate_penalty: 0")
+        keys = [kernel_identity(t) for t in texts]
+        return share_duplicates(keys, rewards, self.ctx.group_size, penalty)
 
     def _score(self, result: BenchResult, allowed: frozenset[str], reference: float | None) -> tuple[float, str]:
         """The reward and outcome (status, or ``technique_violation``) of one result."""

@@ -63,12 +63,15 @@ class RewardContext:
             where no reward benchmarks (a reward that needs one raises ``ConfigError`` when built without it).
         reference: source of the reference GFLOPS; required when ``reward.mode`` is relative or log_speedup.
         observer: called with every scored batch by ``dgemm_gflops`` (the task rewards do not call it), or None.
+        group_size: G, the completions per prompt the trainer lays out consecutively (TRL's groups); needed by
+            ``dgemm_gflops`` only for duplicate sharing (``reward.duplicate_penalty`` > 0).
     """
 
     params: Params
     executor: BenchExecutor | None = None
     reference: ReferenceSource | None = None
     observer: RewardObserver | None = None
+    group_size: int | None = None
 
 
 RewardFactory = Callable[[RewardContext], RewardFunc]

@@ -38,6 +38,7 @@ from trl import GRPOConfig, GRPOTrainer
 from hpcrl_core.algorithms.archive import ARCHIVE_FILE, QDArchive
 from hpcrl_core.algorithms.sqd import STATE_FILE, SQDCurriculum, problems_from_records
 from hpcrl_core.bench.executor import BenchBackend, LocalExecutor, bench_backend
+from hpcrl_core.bench.extract import kernel_identity
 from hpcrl_core.bench.reference import ReferenceTracker
 from hpcrl_core.bench.result import BenchResult
 from hpcrl_core.config import Params, RLDgemmParams, Settings, load_params
@@ -112,10 +113,11 @@ class Rollouts:
     distinct: list[tuple[int, int]] = field(default_factory=list)  # the last batch: (distinct texts, size) per group
 
     def stats(self) -> dict[str, float]:
-        """Exploration of the last batch: ``rollouts/distinct_per_group`` (mean count of distinct completion texts
-        in a group; 1 means the policy wrote the same kernel G times) and ``rollouts/distinct_share`` (that count
-        over the group size, averaged). TRL logs the entropy (``entropy``) and the share of groups whose rewards are
-        all equal, i.e. zero advantage (``frac_reward_zero_std``), beside them."""
+        """Exploration of the last batch: ``rollouts/distinct_per_group`` (mean count of distinct kernels in a
+        group, compared by ``kernel_identity``; 1 means the policy wrote the same kernel G times) and
+        ``rollouts/distinct_share`` (that count over the group size, averaged). TRL logs the entropy (``entropy``)
+        and the share of groups whose rewards are all equal, i.e. zero advantage (``frac_reward_zero_std``), beside
+        them."""
         if not self.distinct:
             return {}
         return {"rollouts/distinct_per_group": statistics.fmean(d for d, _ in self.distinct),
@@ -130,7 +132,7 @@ class Rollouts:
             pid = str(columns["problem_id"][i])
             stage = self.curriculum.stage(pid) if stages is None else int(stages[i])
             groups[(pid, stage)].append(float(reward))
-            texts[(pid, stage)].append(code.strip())
+            texts[(pid, stage)].append(kernel_identity(code))
             if res.ok and res.gflops and not violates(res, frozenset(map(str, columns["permitted"][i]))):
                 self.archive.add(pid, frozenset(map(str, res.techniques)), float(res.gflops), code, self.step, stage)
         self.distinct = [(len(set(group)), len(group)) for group in texts.values()]
@@ -227,7 +229,8 @@ def build_rl_trainer(params: Params, data_dir: Path, sft_dir: Path, output_dir: 
     reference = (ReferenceTracker(executor, kind, params.reward.reference_ttl_s)
                  if kind and isinstance(executor, LocalExecutor) else None)
     rollouts = Rollouts(curriculum, QDArchive(curriculum.problem_ids))
-    ctx = RewardContext(params=params, executor=executor, reference=reference, observer=rollouts)
+    ctx = RewardContext(params=params, executor=executor, reference=reference, observer=rollouts,
+                        group_size=rp.num_generations)
     funcs = [factory(ctx) for factory in factories]
     trainer = SQDGRPOTrainer(model=model, reward_funcs=funcs, args=args, train_dataset=dataset,
                              processing_class=tokenizer, rollouts=rollouts)

@@ -157,8 +157,8 @@ def test_rollouts_count_distinct_completions_per_group() -> None:
     assert rollouts.stats() == {}
     bad = BenchResult(Status.COMPILE_ERROR, n=32)
     a, b = problems[0].id, problems[1].id
-    # group a: the same kernel four times (whitespace aside); group b: three different kernels in four
-    rollouts(["k1", "k1 ", "k1", "\nk1"] + ["x", "y", "z", "x"], [bad] * 8, [0.0] * 8,
+    # group a: the same kernel four times (layout and comments aside); group b: three different kernels in four
+    rollouts(["k1", "k1 ", "// plan: a\nk1", "\nk1 /* tile */"] + ["x", "y", "z", "x"], [bad] * 8, [0.0] * 8,
              {"problem_id": [a] * 4 + [b] * 4, "stage": [0] * 8, "permitted": [[]] * 8})
     stats = rollouts.stats()
     assert stats["rollouts/distinct_per_group"] == 2.0  # (1 + 3) / 2
