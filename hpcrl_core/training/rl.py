@@ -110,7 +110,7 @@ class Rollouts:
     archive: QDArchive
     step: int = 0
     promotions: list[tuple[int, str, int]] = field(default_factory=list)  # (step, problem id, new stage)
-    distinct: list[tuple[int, int]] = field(default_factory=list)  # the last batch: (distinct texts, size) per group
+    distinct: list[tuple[int, int]] = field(default_factory=list)  # the last batch: (distinct kernels, size) per group
 
     def stats(self) -> dict[str, float]:
         """Exploration of the last batch: ``rollouts/distinct_per_group`` (mean count of distinct kernels in a
