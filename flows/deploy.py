@@ -10,7 +10,7 @@ refuses, when something is missing; this module runs unattended, checks PREFECT_
 
 Run: ``PREFECT_API_URL=http://127.0.0.1:4200/api python -m flows.deploy [--pipeline evaluate] [--pool cpu]``; then
 ``prefect deployment run 'train-dgemm/train-dgemm'`` (or ``'train-hargo/train-hargo'``).
-Test: ``pytest tests/flows/test_deploy_config.py`` and ``pytest -m integration tests/flows/test_deployment.py``.
+Test: ``pytest tests/flows/test_serve_units.py`` and ``pytest -m integration tests/flows/test_deployment.py``.
 """
 
 from __future__ import annotations
