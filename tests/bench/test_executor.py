@@ -127,11 +127,12 @@ def test_infrastructure_errors_reach_the_caller(engine: Engine) -> None:
 def test_a_disturbed_figure_is_measured_again_and_the_one_nearest_full_speed_kept(tmp_path: Path) -> None:
     from hpcrl_core.bench.result import BenchResult
     from hpcrl_core.config import BenchParams
+    from hpcrl_core.config.bench import TimingParams
 
     figures = iter([(10.0, 1.6, True), (12.0, 1.3, True), (11.0, 1.5, True), (99.0, 1.0, False)])
 
-    class _E:  # an engine stand-in whose measurements come from the list above
-        params = BenchParams()
+    class _E:  # an engine stand-in whose measurements come from the list above, one run per figure
+        params = BenchParams(timing=TimingParams(fresh_runs=1))
         locks = CoreLocks(tmp_path / "locks")
 
         def key(self, code: str, n: int, cores_per_slot: int) -> str:
