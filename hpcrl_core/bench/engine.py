@@ -5,8 +5,8 @@ a sandboxed process of its own (full verification at n, an odd size and a small 
 inputs, each checked; the clock and the checks stay in the monitor) -> statistics. A job holds its slot's cores
 machine-wide (``slots.py``). A disturbed timing (foreign CPU load above the threshold) is repeated and the least
 disturbed run kept; one still disturbed after the retries is marked ``disturbed`` (the executor measures it again
-when it comes back). The engine
-knows nothing of rewards or RL; ``hpcrl_core.rewards`` turns a result into a reward.
+when it comes back). ``Engine.prepare`` keeps a kernel's linked program for several fresh runs (the
+executor's ``timing.fresh_runs``), so they pay for one build. The engine knows nothing of rewards or RL; ``hpcrl_core.rewards`` turns a result into a reward.
 
 Run: ``hpcrl bench FILE``.  Test: ``pytest tests/bench/test_engine.py tests/bench/test_adversarial.py``.
 """
@@ -176,23 +176,17 @@ class Engine:
         Raises:
             BenchInfraError: the machinery failed; never for a fault of the kernel.
         """
-        n = n or self.params.n
-        cores = tuple(cores)
-        base = {"n": n, "cores": cores, "isolation": self.isolation.names}
-        ex = extract_code(completion, self.params.max_code_bytes)
-        if ex.code is None:
-            return failure(Status.FORMAT_VIOLATION, ex.error or "no code", **base)
-        base["key"] = self.key(ex.code, n, len(cores))
-        with self.locks.hold(cores) as waited:
-            work = Path(tempfile.mkdtemp(prefix="job-", dir=self.scratch))
-            try:
-                os.chmod(work, 0o755)
-                result = self._run_in(work, ex.code, n, cores, base)
-            finally:
-                shutil.rmtree(work, ignore_errors=True)
-        return dataclasses.replace(result, extra={**result.extra, "slot_wait_s": round(waited, 4)})
+        with self.prepare(completion, n) as kernel:
+            return kernel.run(cores)
 
-    def _run_in(self, work: Path, code: str, n: int, cores: tuple[int, ...], base: dict) -> BenchResult:
+    def prepare(self, completion: str | bytes, n: int | None = None) -> Kernel:
+        """One kernel for one or more fresh timed runs: its first ``run`` screens, compiles and links it, every
+        ``run`` times the linked program in a fresh sandboxed process. Close it (or use ``with``) to remove its
+        folder."""
+        return Kernel(self, completion, n or self.params.n)
+
+    def _build(self, work: Path, code: str, cores: tuple[int, ...], base: dict) -> Path | BenchResult:
+        """Screen, compile and link ``code`` in ``work``: the linked program, or the failure that stopped it."""
         p = self.params
         screened = screen_source(code, work, self.stub, p.cflags, self.tc.compiler, p.compile_timeout_s, cores)
         base["techniques"] = tuple(sorted(t.value for t in screened.techniques))
@@ -212,7 +206,8 @@ class Engine:
         if linked.kind != "ok":
             return failure(Status(linked.kind), linked.detail, compile_s=seconds, **base)
         os.chmod(exe, 0o755)
-        return self._time(work, exe, n, cores, {**base, "compile_s": seconds})
+        base["compile_s"] = seconds
+        return exe
 
     def _time(self, work: Path, exe: Path, n: int, cores: tuple[int, ...], base: dict) -> BenchResult:
         p = self.params
@@ -323,3 +318,84 @@ class Engine:
                                   "handshake_s": hs, "kernel_cpu_s": report.get("cpu_s"),
                                   "host_slowdown": round(speed.slowdown, 3), "clean_calls": sum(speed.clean)},
                            **base, **extra)
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+class Kernel:
+    """One kernel prepared for fresh runs (``Engine.prepare``). The first ``run`` builds it in a folder of its own;
+    later runs time the same linked program again in a new sandboxed process, so a kernel's fresh runs pay for one
+    compile. The program's hash is checked before each later run (a run cannot leave a changed program for the
+    next) and the scratch the kernel's process sees is emptied between runs. Not shared between threads."""
+
+    def __init__(self, engine: Engine, completion: str | bytes, n: int) -> None:
+        self.engine, self.n = engine, n
+        self._completion: str | bytes | None = completion
+        self._work: Path | None = None
+        self._exe: Path | None = None
+        self._digest = ""
+        self._failed: BenchResult | None = None
+        self._base: dict = {}
+        self._closed = False
+        self.runs = 0
+
+    def run(self, cores: Sequence[int]) -> BenchResult:
+        """One fresh timed run on ``cores``, held machine-wide for the whole of it (the build too, on the first).
+
+        Raises:
+            BenchInfraError: the machinery failed; never for a fault of the kernel.
+        """
+        eng, cores = self.engine, tuple(cores)
+        with eng.locks.hold(cores) as waited:
+            result = self._run(cores)
+        self.runs += 1
+        return dataclasses.replace(result, extra={**result.extra, "slot_wait_s": round(waited, 4)})
+
+    def _run(self, cores: tuple[int, ...]) -> BenchResult:
+        eng = self.engine
+        if self._failed is not None:
+            return self._failed
+        if self._closed:
+            raise RuntimeError("Kernel.run after close")
+        if self._completion is not None:
+            completion, self._completion = self._completion, None
+            base = {"n": self.n, "cores": cores, "isolation": eng.isolation.names}
+            ex = extract_code(completion, eng.params.max_code_bytes)
+            if ex.code is None:
+                self._failed = failure(Status.FORMAT_VIOLATION, ex.error or "no code", **base)
+                return self._failed
+            base["key"] = eng.key(ex.code, self.n, len(cores))
+            self._work = Path(tempfile.mkdtemp(prefix="job-", dir=eng.scratch))
+            os.chmod(self._work, 0o755)
+            built = eng._build(self._work, ex.code, cores, base)
+            if isinstance(built, BenchResult):
+                self._failed = built
+                shutil.rmtree(self._work, ignore_errors=True)
+                self._work = None
+                return built
+            self._exe, self._digest, self._base = built, _digest(built), base
+        assert self._work is not None and self._exe is not None
+        if self.runs:
+            shutil.rmtree(self._work / "tmp", ignore_errors=True)
+            if _digest(self._exe) != self._digest:
+                self._failed = failure(Status.FORMAT_VIOLATION, "the kernel's linked program changed between its "
+                                       "fresh runs", **self._base)
+                return self._failed
+        return eng._time(self._work, self._exe, self.n, cores, {**self._base, "cores": cores})
+
+    def close(self) -> None:
+        """Remove the kernel's folder (idempotent). A kernel that failed keeps answering with its failure; any
+        other raises on a later ``run``."""
+        if self._work is not None:
+            shutil.rmtree(self._work, ignore_errors=True)
+            self._work = None
+        self._completion = None
+        self._closed = True
+
+    def __enter__(self) -> Kernel:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

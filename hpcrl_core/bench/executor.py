@@ -10,13 +10,14 @@ Interface (a later backend puts remote CPU agents behind the same one):
     fut = ex.submit(completion)          # concurrent.futures.Future[BenchResult]
     res = await ex.submit_async(completion)
     results = ex.map(completions)        # in input order
-A figure is the best of ``timing.fresh_runs`` runs of the kernel in fresh processes: after each run the job goes
-to the back of the queue, so the runs are apart in time by the work queued meanwhile, and one slow phase of the
-shared host rarely covers them all (a run that fails decides the result at once; ``best_of`` keeps the fastest
-undisturbed figure). A figure the engine marked disturbed (a busy host) is cached but measured again when the same
-kernel comes back, up to three times, keeping the figure taken nearest full host speed. Identical kernels in
-flight share one job; finished ones come from the cache. A ``BenchInfraError`` is set on the future (and raised
-by ``result()``), never turned into a result.
+A figure is the best of ``timing.fresh_runs`` runs of the kernel in fresh processes, which time one linked program
+(``Engine.prepare``: one compile per kernel): after each run the job goes to the back of the queue, so the runs are
+apart in time by the work queued meanwhile, and one slow phase of the shared host rarely covers them all (a run
+that fails decides the result at once; ``best_of`` keeps the fastest undisturbed figure). A figure the engine
+marked disturbed (a busy host) is cached but measured again when the same kernel comes back, up to three times,
+keeping the figure taken nearest full host speed. Identical kernels in flight share one job; finished ones come
+from the cache. A ``BenchInfraError`` is set on the future (and raised by ``result()``), never turned into a
+result.
 
 Test: ``pytest tests/bench/test_executor.py``.
 """
@@ -230,15 +231,22 @@ class LocalExecutor:
 
     def _measure(self, completion: str | bytes, n: int, hit: BenchResult | None) \
             -> Callable[[tuple[int, ...]], BenchResult | _Again]:
-        """The job that measures one kernel: one fresh run per call, ``_AGAIN`` until ``fresh_runs`` are taken
-        (or one failed), then their ``best_of``, weighed against a disturbed cached figure being measured again."""
+        """The job that measures one kernel: one fresh run per call (the first builds the kernel, the later ones
+        time the same linked program), ``_AGAIN`` until ``fresh_runs`` are taken (or one failed), then their
+        ``best_of``, weighed against a disturbed cached figure being measured again."""
         want = self.engine.params.timing.fresh_runs
+        kernel = self.engine.prepare(completion, n)
         taken: list[BenchResult] = []
 
         def run(slot: tuple[int, ...]) -> BenchResult | _Again:
-            taken.append(self.engine.run(completion, slot, n))
+            try:
+                taken.append(kernel.run(slot))
+            except BaseException:
+                kernel.close()
+                raise
             if taken[-1].ok and len(taken) < want:
                 return _AGAIN
+            kernel.close()
             return _better(hit, best_of(taken))
         return run
 

@@ -138,10 +138,16 @@ def test_a_disturbed_figure_is_measured_again_and_the_one_nearest_full_speed_kep
         def key(self, code: str, n: int, cores_per_slot: int) -> str:
             return "k"
 
-        def run(self, completion: str, slot: tuple[int, ...], n: int) -> BenchResult:
+        def prepare(self, completion: str, n: int) -> _E:
+            return self
+
+        def run(self, slot: tuple[int, ...]) -> BenchResult:
             g, slowdown, disturbed = next(figures)
-            return BenchResult(status=Status.OK, n=n, gflops=g, key="k", disturbed=disturbed,
+            return BenchResult(status=Status.OK, n=64, gflops=g, key="k", disturbed=disturbed,
                                extra={"host_slowdown": slowdown})
+
+        def close(self) -> None:
+            pass
 
     cache = ResultCache(tmp_path / "c.sqlite")
     with LocalExecutor(_E(), cache, cores=[0], cores_per_slot=1) as ex:  # type: ignore[arg-type]

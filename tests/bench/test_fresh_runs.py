@@ -5,8 +5,12 @@ Run: pytest tests/bench/test_fresh_runs.py
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -79,6 +83,23 @@ class _ScriptedEngine:
         return BenchResult(r.status, n=n or 0, gflops=r.gflops, disturbed=r.disturbed, run_s=r.run_s,
                            extra=dict(r.extra), key=self.key(extract_code(completion, 1 << 20).code or "", n or 0, 1))
 
+    def prepare(self, completion: str, n: int | None = None) -> _ScriptedKernel:
+        return _ScriptedKernel(self, completion, n)
+
+
+class _ScriptedKernel:
+    """The stand-in's ``Engine.prepare``: each run is a scripted one; the executor must close it when done."""
+
+    def __init__(self, engine: _ScriptedEngine, completion: str, n: int | None) -> None:
+        self.engine, self.completion, self.n, self.closed = engine, completion, n, False
+
+    def run(self, cores: tuple[int, ...]) -> BenchResult:
+        assert not self.closed
+        return self.engine.run(self.completion, cores, self.n)
+
+    def close(self) -> None:
+        self.closed = True
+
 
 def _kernel(name: str) -> str:
     return f"```c\n/* {name} */\nvoid dgemm(int n, const double *A, const double *B, double *C) {{ }}\n```"
@@ -128,3 +149,87 @@ def test_real_runs_record_every_figure(bench_dirs: Settings) -> None:
         r = ex.submit(GOOD).result()
     assert r.ok and r.extra["fresh_runs"] == 2 and len(r.extra["gflops_runs"]) == 2
     assert r.gflops == max(r.extra["gflops_runs"])
+
+
+def _count_compiles(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    import hpcrl_core.bench.engine as engine_module
+    calls: list[int] = []
+    real = engine_module.compile_kernel
+
+    def counted(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+    monkeypatch.setattr(engine_module, "compile_kernel", counted)
+    return calls
+
+
+def _jobs(engine: Engine) -> list[Path]:
+    return sorted(engine.scratch.glob("job-*"))
+
+
+@pytest.fixture
+def own(bench_dirs: Settings) -> Iterator[Engine]:
+    """An engine whose scratch folder no other test's job uses (the tests count the folders in it)."""
+    scratch = Path(tempfile.mkdtemp(prefix="hpcrl-fresh-"))
+    os.chmod(scratch, 0o755)
+    yield Engine(fast_params(), Settings(cache_dir=bench_dirs.cache_dir, scratch_dir=scratch))
+    shutil.rmtree(scratch, ignore_errors=True)
+
+
+@pytest.mark.integration
+def test_a_kernels_fresh_runs_time_one_build(own: Engine, cores: tuple[int, ...],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    engine = own
+    compiles = _count_compiles(monkeypatch)
+    before = _jobs(engine)
+    with engine.prepare(GOOD + "\n/* one build */\n") as kernel:
+        first, second = kernel.run(cores), kernel.run(cores)
+        assert len(_jobs(engine)) == len(before) + 1  # the build waits between runs in a folder of its own
+    assert first.ok and second.ok, (first.detail, second.detail)
+    assert len(compiles) == 1 and kernel.runs == 2
+    assert first.key == second.key and first.compile_s == second.compile_s > 0
+    assert first.median_s != second.median_s  # two timed processes, not one figure twice
+    assert _jobs(engine) == before  # closing removes it
+    with pytest.raises(RuntimeError, match="after close"):
+        kernel.run(cores)
+
+
+@pytest.mark.integration
+def test_a_program_changed_between_runs_is_a_violation(own: Engine, cores: tuple[int, ...]) -> None:
+    engine = own
+    with engine.prepare(GOOD + "\n/* changed */\n") as kernel:
+        assert kernel.run(cores).ok
+        (job,) = [j for j in _jobs(engine) if (j / "bench").exists()]
+        exe = job / "bench"
+        exe.write_bytes(exe.read_bytes() + b"\0")
+        r = kernel.run(cores)
+    assert r.status is Status.FORMAT_VIOLATION and "changed" in r.detail
+
+
+@pytest.mark.integration
+def test_a_kernel_that_fails_to_build_answers_with_its_failure_and_leaves_nothing(
+        own: Engine, cores: tuple[int, ...], monkeypatch: pytest.MonkeyPatch) -> None:
+    engine = own
+    compiles = _count_compiles(monkeypatch)
+    before = _jobs(engine)
+    kernel = engine.prepare("```c\nvoid dgemm(int n, const double *A, const double *B, double *C) { x = ; }\n```")
+    first = kernel.run(cores)
+    assert first.status is Status.COMPILE_ERROR, first.detail
+    assert _jobs(engine) == before
+    assert kernel.run(cores) == first and len(compiles) == 1
+    kernel.close()
+    assert kernel.run(cores) == first  # a failure stays the kernel's answer
+    no_code = engine.prepare("no code here")
+    assert no_code.run(cores).status is Status.FORMAT_VIOLATION and len(compiles) == 1
+
+
+@pytest.mark.integration
+def test_the_executor_builds_each_kernel_once_and_cleans_up(own: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    compiles = _count_compiles(monkeypatch)
+    params = fast_params(timing={**fast_params().timing.model_dump(), "fresh_runs": 3})
+    engine = Engine(params, Settings(cache_dir=own.cache_dir, scratch_dir=own.scratch))
+    before = _jobs(engine)
+    with LocalExecutor(engine) as ex:
+        got = ex.map([GOOD + f"\nstatic const int v{i} = {i};\n" for i in range(3)])  # 3 distinct kernels
+    assert all(r.ok and r.extra["fresh_runs"] == 3 for r in got)
+    assert len(compiles) == 3 and _jobs(engine) == before

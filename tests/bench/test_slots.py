@@ -100,11 +100,14 @@ root = Path(tempfile.mkdtemp(prefix="hpcrl-slots-")); os.chmod(root, 0o755)
 engine = Engine(Params().bench.model_copy(update={"cache": False, "n": 256}),  # shared cache: one speed reference
                 Settings(cache_dir=sys.argv[2], scratch_dir=root / "s", lock_dir=sys.argv[1]))
 spans = []
-run = engine.run
-def timed(code, cores, n=None):  # when this job held its cores (CLOCK_MONOTONIC is the same for every process)
-    t0 = time.monotonic(); r = run(code, cores, n)
-    spans.append([list(cores), t0 + r.extra["slot_wait_s"], time.monotonic()]); return r
-engine.run = timed
+prepare = engine.prepare
+def prepared(code, n=None):  # each run records when it held its cores (CLOCK_MONOTONIC is every process's)
+    kernel = prepare(code, n); run = kernel.run
+    def timed(cores):
+        t0 = time.monotonic(); r = run(cores)
+        spans.append([list(cores), t0 + r.extra["slot_wait_s"], time.monotonic()]); return r
+    kernel.run = timed; return kernel
+engine.prepare = prepared
 k = ladder_kernels()
 with LocalExecutor(engine, cores_per_slot=1) as ex:
     rs = ex.map([k["ikj"], k["blocked"], k["naive"], k["packed"]])
