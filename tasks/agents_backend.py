@@ -113,10 +113,10 @@ def read_agents(client: Any) -> list[dict[str, Any]]:
 
 
 def kernel_budget_s(bench: BenchParams) -> float:
-    """How long one kernel may take on an agent before it counts as lost: every fresh run's compile and every timed
-    attempt's timeouts."""
+    """How long one kernel may take on an agent before it counts as lost: its compile (once: its fresh runs time one
+    build) and every timed attempt's timeouts."""
     t = bench.timing
-    return t.fresh_runs * (bench.compile_timeout_s + (1 + t.disturbed_retries) * bench.run_timeout_s) + SLACK_S
+    return bench.compile_timeout_s + t.fresh_runs * (1 + t.disturbed_retries) * bench.run_timeout_s + SLACK_S
 
 
 def bundle_size(queued: int, free_slots: int, cap: int) -> int:

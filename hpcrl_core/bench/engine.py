@@ -5,8 +5,9 @@ a sandboxed process of its own (full verification at n, an odd size and a small 
 inputs, each checked; the clock and the checks stay in the monitor) -> statistics. A job holds its slot's cores
 machine-wide (``slots.py``). A disturbed timing (foreign CPU load above the threshold) is repeated and the least
 disturbed run kept; one still disturbed after the retries is marked ``disturbed`` (the executor measures it again
-when it comes back). ``Engine.prepare`` keeps a kernel's linked program for several fresh runs (the
-executor's ``timing.fresh_runs``), so they pay for one build. The engine knows nothing of rewards or RL; ``hpcrl_core.rewards`` turns a result into a reward.
+when it comes back). ``Engine.prepare`` keeps a kernel's linked program for several fresh runs (the executor's
+``timing.fresh_runs``), so they pay for one build. The engine knows nothing of rewards or RL;
+``hpcrl_core.rewards`` turns a result into a reward.
 
 Run: ``hpcrl bench FILE``.  Test: ``pytest tests/bench/test_engine.py tests/bench/test_adversarial.py``.
 """
