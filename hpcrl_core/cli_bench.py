@@ -40,7 +40,8 @@ def _row(name: str, r: BenchResult, reward: float | None, peak: float | None) ->
             "detail": r.detail, "n": r.n, "reps": r.reps, "foreign_load": r.foreign_load, "retries": r.retries,
             "cores": list(r.cores), "cached": r.cached, "disturbed": r.disturbed,
             "gflops_median": r.extra.get("gflops_median"), "host_slowdown": r.extra.get("host_slowdown"),
-            "handshake_s": r.extra.get("handshake_s"), "slot_wait_s": r.extra.get("slot_wait_s")}
+            "handshake_s": r.extra.get("handshake_s"), "slot_wait_s": r.extra.get("slot_wait_s"),
+            "gflops_runs": r.extra.get("gflops_runs")}
 
 
 def _fmt(v: Any, spec: str) -> str:
@@ -61,6 +62,10 @@ def _table(title: str, rows: Sequence[dict[str, Any]]) -> str:
                      f"{_fmt(r.get('reward'), '8.2f')}  {','.join(r.get('techniques') or []) or '-'}")
         if r["status"] not in ("ok", "reference") and r.get("detail"):
             lines.append(f"{'':<22} {r['detail'].splitlines()[0][:95]}")
+        runs = r.get("gflops_runs") or []
+        if r["status"] == "ok" and len(runs) > 1:
+            lines.append(f"{'':<22} fresh runs: {', '.join(_fmt(g, '.2f') for g in runs)} GFLOPS "
+                         "(the figure is the fastest undisturbed one)")
         if r.get("disturbed"):
             lines.append(f"{'':<22} disturbed: the host ran at 1/{r.get('host_slowdown') or 0:.2f} of its speed or "
                          f"others used the slot ({_fmt(r.get('foreign_load'), '.0%')}); measured again next time")

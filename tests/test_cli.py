@@ -46,6 +46,21 @@ def test_bench_files_json(project: Path, capsys: pytest.CaptureFixture[str]) -> 
 
 
 @pytest.mark.integration
+def test_bench_table_shows_every_fresh_run(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "params.yaml").write_text(yaml.safe_dump(
+        {"bench": {**FAST_BENCH, "timing": {**FAST_BENCH["timing"], "fresh_runs": 2}}}))
+    good = project / "good.c"
+    good.write_text(GOOD)
+    assert main(["bench", str(good), "--params", str(project / "params.yaml"), "--no-cache"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if "fresh runs:" in x)
+    runs = [float(g) for g in line.split("fresh runs:")[1].split("GFLOPS")[0].split(",")]
+    assert len(runs) == 2 and all(g > 0 for g in runs)
+    assert main(["bench", str(good), "--json", "--params", str(project / "params.yaml"), "--no-cache"]) == 0
+    row = next(json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{"))
+    assert len(row["gflops_runs"]) == 2 and row["gflops"] in row["gflops_runs"]
+
+
+@pytest.mark.integration
 def test_bench_reference_table(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     report = project / "reports" / "node_reference.json"
     assert main(["bench", "--reference", "--params", str(project / "params.yaml"), "--report", str(report)]) == 0

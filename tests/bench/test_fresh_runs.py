@@ -148,7 +148,8 @@ def test_real_runs_record_every_figure(bench_dirs: Settings) -> None:
     with LocalExecutor(Engine(params, bench_dirs)) as ex:
         r = ex.submit(GOOD).result()
     assert r.ok and r.extra["fresh_runs"] == 2 and len(r.extra["gflops_runs"]) == 2
-    assert r.gflops == max(r.extra["gflops_runs"])
+    # the fastest, unless the host disturbed it (then an undisturbed slower one is the figure)
+    assert r.gflops == max(r.extra["gflops_runs"]) or (r.gflops in r.extra["gflops_runs"] and not r.disturbed)
 
 
 def _count_compiles(monkeypatch: pytest.MonkeyPatch) -> list[int]:
