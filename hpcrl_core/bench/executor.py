@@ -11,13 +11,13 @@ Interface (a later backend puts remote CPU agents behind the same one):
     res = await ex.submit_async(completion)
     results = ex.map(completions)        # in input order
 A figure is the best of ``timing.fresh_runs`` runs of the kernel in fresh processes, which time one linked program
-(``Engine.prepare``: one compile per kernel): after each run the job goes to the back of the queue, so the runs are
-apart in time by the work queued meanwhile, and one slow phase of the shared host rarely covers them all (a run
-that fails decides the result at once; ``best_of`` keeps the fastest undisturbed figure). A figure the engine
-marked disturbed (a busy host) is cached but measured again when the same kernel comes back, up to three times,
-keeping the figure taken nearest full host speed. Identical kernels in flight share one job; finished ones come
-from the cache. A ``BenchInfraError`` is set on the future (and raised by ``result()``), never turned into a
-result.
+(``Engine.prepare``: one compile per kernel): after each run the job goes behind the waiting work (at most
+``SPACING_PER_SLOT`` jobs per slot), so the runs are apart in time by that work, and one slow phase of the shared
+host rarely covers them all (a run that fails decides the result at once; ``best_of`` keeps the fastest undisturbed
+figure). A figure the engine marked disturbed (a busy host) is cached but measured again when the same kernel comes
+back, up to three times, keeping the figure taken nearest full host speed. Identical kernels in flight share one
+job; finished ones come from the cache. A ``BenchInfraError`` is set on the future (and raised by ``result()``),
+never turned into a result.
 
 Test: ``pytest tests/bench/test_executor.py``.
 """
@@ -25,14 +25,14 @@ Test: ``pytest tests/bench/test_executor.py``.
 from __future__ import annotations
 
 import asyncio
+import collections
 import dataclasses
 import os
-import queue
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from hpcrl_core.bench.cache import ResultCache
 from hpcrl_core.bench.engine import Engine
@@ -101,6 +101,35 @@ def best_of(runs: Sequence[BenchResult]) -> BenchResult:
 
 class _Again:
     """What a job returns when it must run again later (``_work`` queues it behind the waiting work)."""
+
+
+SPACING_PER_SLOT = 8  # a job's next fresh run waits behind at most this many queued jobs per slot
+
+
+class _JobQueue:
+    """A FIFO of jobs whose ``put_behind`` places a job that must run again behind at most ``depth`` waiting
+    ones: its runs are apart by that much work (about a second at the reward's settings), while in a long batch
+    jobs still finish as it goes, not all after the last first run, and only so many builds wait at a time."""
+
+    def __init__(self) -> None:
+        self._items: collections.deque[Any] = collections.deque()
+        self._ready = threading.Condition()
+
+    def put(self, item: Any) -> None:
+        with self._ready:
+            self._items.append(item)
+            self._ready.notify()
+
+    def put_behind(self, item: Any, depth: int) -> None:
+        with self._ready:
+            self._items.insert(min(depth, len(self._items)), item)
+            self._ready.notify()
+
+    def get(self) -> Any:
+        with self._ready:
+            while not self._items:
+                self._ready.wait()
+            return self._items.popleft()
 
 
 _AGAIN = _Again()
@@ -196,7 +225,7 @@ class LocalExecutor:
         self.cache = cache
         available = cores or p.cores or sorted(os.sched_getaffinity(0))
         self.slots = make_slots(available, cores_per_slot or p.cores_per_slot)
-        self._queue: queue.Queue = queue.Queue()
+        self._queue = _JobQueue()
         self._inflight: dict[str, Future[BenchResult]] = {}
         self._lock = threading.Lock()
         self._closing = False
@@ -296,12 +325,12 @@ class LocalExecutor:
                 fut.set_result(result)
 
     def _requeue(self, item: tuple) -> bool:
-        """Queue a job's next fresh run behind the waiting work; False once closing (the worker runs it now, so
-        no job is left behind the workers' stop marks)."""
+        """Queue a job's next fresh run behind the waiting work (at most ``SPACING_PER_SLOT`` jobs per slot); False
+        once closing (the worker runs it now, so no job is left behind the workers' stop marks)."""
         with self._lock:
             if self._closing:
                 return False
-            self._queue.put(item)
+            self._queue.put_behind(item, SPACING_PER_SLOT * len(self.slots))
             return True
 
     def close(self) -> None:

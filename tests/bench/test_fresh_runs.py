@@ -17,7 +17,7 @@ import pytest
 
 from hpcrl_core.bench.cache import ResultCache
 from hpcrl_core.bench.engine import Engine
-from hpcrl_core.bench.executor import LocalExecutor, best_of
+from hpcrl_core.bench.executor import SPACING_PER_SLOT, LocalExecutor, best_of
 from hpcrl_core.bench.extract import extract_code
 from hpcrl_core.bench.result import BenchResult, Status
 from hpcrl_core.bench.slots import CoreLocks
@@ -121,6 +121,25 @@ def test_each_figure_is_the_best_of_its_runs_taken_apart_in_time(tmp_path: Path)
         again = ex.map([_kernel("a"), _kernel("b"), _kernel("c")])
     assert [r.gflops for r in again] == [14.0, 30.0, 4.0] and all(r.cached for r in again)
     assert len(eng.order) == 6
+
+
+def test_in_a_long_batch_a_second_run_waits_behind_a_bounded_amount_of_work(tmp_path: Path) -> None:
+    names = [f"k{i:02d}" for i in range(3 * SPACING_PER_SLOT)]
+    eng = _ScriptedEngine(tmp_path, 2, {k: [_ok(1.0), _ok(2.0)] for k in names})
+    done: list[int] = []
+    with LocalExecutor(eng, cores=[0]) as ex:  # type: ignore[arg-type]
+        futs = [ex.submit(_kernel(k)) for k in names]
+        for f in futs:
+            f.add_done_callback(lambda _: done.append(len(eng.order)))
+        assert [f.result(timeout=10).gflops for f in futs] == [2.0] * len(names)
+    first, second = {}, {}
+    for i, k in enumerate(eng.order):
+        (second if k in first else first)[k] = i
+    gaps = [second[k] - first[k] - 1 for k in names]
+    # every job waited behind other work between its runs, never more than the bound (one slot here)
+    assert min(gaps) >= 1 and max(gaps) <= SPACING_PER_SLOT
+    # so results come while the batch goes: the first job finished before a third of the runs were taken
+    assert done[0] <= len(eng.order) // 3
 
 
 def test_a_kernel_that_fails_is_not_run_again(tmp_path: Path) -> None:
