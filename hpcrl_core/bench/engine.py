@@ -329,7 +329,8 @@ class Kernel:
     """One kernel prepared for fresh runs (``Engine.prepare``). The first ``run`` builds it in a folder of its own;
     later runs time the same linked program again in a new sandboxed process, so a kernel's fresh runs pay for one
     compile. The program's hash is checked before each later run (a run cannot leave a changed program for the
-    next) and the scratch the kernel's process sees is emptied between runs. Not shared between threads."""
+    next) and the scratch the kernel's process sees is emptied between runs. One run at a time (runs may come from
+    different threads, one after the other)."""
 
     def __init__(self, engine: Engine, completion: str | bytes, n: int) -> None:
         self.engine, self.n = engine, n
