@@ -13,13 +13,13 @@ median GFLOPS of verified kernels, its ratio to SFT's, the best GFLOPS and WinRa
 kernels); and per run whether it meets issue 24's bars (``meets_bars``).
 Variants: ``sqd`` = params.yaml as is; ``nosqd`` = ``rl_dgemm.sqd.enabled: false`` (problems keep their
 generated stage); ``share`` = ``reward.duplicate_penalty`` set to ``--share-penalty`` (docs/sqd.md, "Duplicate
-sharing").
+sharing"); ``noshare`` = ``reward.duplicate_penalty: 0`` (params.yaml shares duplicates by default).
 
 Prints the table and writes it to docs/experiments.md (between markers), with every run's figures in
 ``experiments/dgemm/results.json`` (``--no-write``: prints only).
 
 Run: ``.venv/bin/python benchmarks/experiments_dgemm.py [--seeds 1 2 3] [--sft-seeds 1234 7]
-[--variants sqd nosqd share] [--share-penalty 10] [--steps N]`` (needs ``dvc repro sft``; each run takes
+[--variants sqd nosqd share noshare] [--share-penalty 10] [--steps N]`` (needs ``dvc repro sft``; each run takes
 rl_dgemm.max_steps RL steps plus one evaluation, each further SFT seed one SFT training, ``sft.max_steps`` steps).
 """
 
@@ -47,7 +47,7 @@ DOC = ROOT / "docs" / "experiments.md"
 KEYS = ("verified_rate", "gflops_median", "gflops_best", "best_vs_numpy")
 
 
-VARIANTS = ("sqd", "nosqd", "share")
+VARIANTS = ("sqd", "nosqd", "share", "noshare")
 
 
 def variant_params(params: Params, variant: str, seed: int, steps: int | None,
@@ -60,6 +60,8 @@ def variant_params(params: Params, variant: str, seed: int, steps: int | None,
         update["sqd"] = rp.sqd.model_copy(update={"enabled": False})
     elif variant == "share":
         reward = reward.model_copy(update={"duplicate_penalty": share_penalty})
+    elif variant == "noshare":
+        reward = reward.model_copy(update={"duplicate_penalty": 0.0})
     elif variant != "sqd":
         raise SystemExit(f"unknown variant {variant!r}; allowed: {', '.join(VARIANTS)}")
     return params.model_copy(update={"rl_dgemm": rp.model_copy(update=update), "reward": reward})

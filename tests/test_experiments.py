@@ -107,6 +107,9 @@ def test_variants_change_only_what_they_name() -> None:
     assert not nosqd.rl_dgemm.sqd.enabled and nosqd.rl_dgemm.max_steps == 50 and nosqd.reward == params.reward
     share = variant_params(params, "share", 3, None, share_penalty=7.5)
     assert share.reward.duplicate_penalty == 7.5 and share.rl_dgemm.sqd == params.rl_dgemm.sqd
-    assert share.reward.model_copy(update={"duplicate_penalty": 0.0}) == params.reward
-    with pytest.raises(SystemExit, match="unknown variant 'x'; allowed: sqd, nosqd, share"):
+    assert share.reward.model_copy(update={"duplicate_penalty": params.reward.duplicate_penalty}) == params.reward
+    noshare = variant_params(params, "noshare", 3, None)
+    assert noshare.reward.duplicate_penalty == 0.0 and params.reward.duplicate_penalty > 0
+    assert noshare.reward.model_copy(update={"duplicate_penalty": params.reward.duplicate_penalty}) == params.reward
+    with pytest.raises(SystemExit, match="unknown variant 'x'; allowed: sqd, nosqd, share, noshare"):
         variant_params(params, "x", 3, None)

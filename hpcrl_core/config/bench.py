@@ -113,4 +113,4 @@ class RewardParams(Section):
     scale: float = Field(100.0, gt=0)
     reference_ttl_s: float = Field(900.0, gt=0)
     # a kernel its GRPO group of G wrote c times pays this * (c - 1) / (G - 1) per copy (rewards/diversity.py)
-    duplicate_penalty: float = Field(0.0, ge=0, allow_inf_nan=False)
+    duplicate_penalty: float = Field(10.0, ge=0, allow_inf_nan=False)

@@ -10,7 +10,7 @@ trainer uses to see every scored batch (SQD curriculum, QD archive).
     @register_reward("my_reward")
     def my_reward(ctx: RewardContext) -> RewardFunc: ...
 
-    reward_fn = get_reward("dgemm_gflops")(RewardContext(params, executor, tracker, observer))
+    reward_fn = get_reward("dgemm_gflops")(RewardContext(params, executor, tracker, observer, group_size=G))
     task_fn = get_reward("hpc_tasks")(RewardContext(params))  # no benchmark behind it
 
 Test: ``pytest tests/rewards/test_registry.py`` (a contract test runs over every registered name).

@@ -42,7 +42,8 @@ LADDER = {"format_violation": -100.0, "compile_error": -40.0, "timeout": -30.0, 
 
 
 def _params(**reward: Any) -> Params:
-    return parse_params({"reward": {"mode": "gflops", "scale": 1.0, **reward}})
+    # the reward before duplicate sharing (which needs GRPO's groups; tests/rewards/test_diversity.py)
+    return parse_params({"reward": {"mode": "gflops", "scale": 1.0, "duplicate_penalty": 0.0, **reward}})
 
 
 def _n(count: int) -> list[int]:

@@ -107,7 +107,9 @@ def test_reward_contract(name: str, request: pytest.FixtureRequest) -> None:
     sample = SAMPLES[name]
     if sample.bench:
         executor: LocalExecutor = request.getfixturevalue("executor")
-        ctx = RewardContext(params, executor, ReferenceTracker(executor, "naive", params.reward.reference_ttl_s))
+        # the sample as one GRPO group, so the default duplicate sharing applies as in training
+        ctx = RewardContext(params, executor, ReferenceTracker(executor, "naive", params.reward.reference_ttl_s),
+                            group_size=len(sample.texts))
     else:
         ctx = RewardContext(params)
     fn = get_reward(name)(ctx)
