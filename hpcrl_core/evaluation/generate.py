@@ -44,7 +44,8 @@ def position_limit(model: Any) -> int | None:
     return int(limit) if isinstance(limit, int) and limit > 0 else None
 
 
-def _render(tokenizer: PreTrainedTokenizerBase, prompts: Sequence[list[dict[str, str]]]) -> list[str]:
+def render_prompts(tokenizer: PreTrainedTokenizerBase, prompts: Sequence[list[dict[str, str]]]) -> list[str]:
+    """Each chat prompt as the text the model reads, ending where its answer begins."""
     return [str(tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True)) for p in prompts]
 
 
@@ -52,7 +53,7 @@ def prompt_lengths(tokenizer: PreTrainedTokenizerBase, prompts: Sequence[list[di
     """Tokens of each rendered prompt."""
     if not prompts:
         return []
-    return [len(ids) for ids in tokenizer(_render(tokenizer, prompts), add_special_tokens=False)["input_ids"]]
+    return [len(ids) for ids in tokenizer(render_prompts(tokenizer, prompts), add_special_tokens=False)["input_ids"]]
 
 
 def too_long(model: Any, tokenizer: PreTrainedTokenizerBase, prompts: Sequence[list[dict[str, str]]],
@@ -186,7 +187,7 @@ def generate(model: Any, tokenizer: PreTrainedTokenizerBase, prompts: list[list[
         options |= {"do_sample": True, "temperature": temperature, "top_p": 1.0, "top_k": 0}
     else:
         options |= {"do_sample": False}
-    texts = _render(tokenizer, prompts)
+    texts = render_prompts(tokenizer, prompts)
     lengths = [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]] if texts else []
     limit = position_limit(model)
     over = [i for i, n in enumerate(lengths) if limit is not None and n + max_new_tokens > limit]

@@ -7,7 +7,8 @@ first. Every program is asked the training question; answers are greedy and read
 Programs too long for the model follow the long-input rule (``generate.fitting_records``): skipped and counted.
 
 The report gives, per folder and language and pooled: precision, recall and F1 with a 95% bootstrap interval over
-programs, accuracy, the F1 of answering "yes" to everything (what a model that learned nothing scores), and per
+programs, accuracy, the F1 of answering "yes" to everything (what a model that learned nothing scores), the
+separation of the policy's verdict score (``race_scores``: AUC, and the best F1 any threshold on it reaches), and per
 pattern name (the file name without its number and label) how many programs were answered right. ``meta`` holds
 the wall time and the process's peak resident memory.
 
@@ -31,6 +32,7 @@ from hpcrl_core.data.schema import Record
 from hpcrl_core.errors import DataError
 from hpcrl_core.evaluation.generate import fitting_records, generate
 from hpcrl_core.evaluation.metrics import parse_race_answer, race_f1
+from hpcrl_core.evaluation.race_scores import separation, verdict_scores
 from hpcrl_core.models.saved import load_saved_policy
 
 LANGUAGES = ("c", "fortran")
@@ -85,6 +87,17 @@ def score(records: Sequence[Record], answers: Sequence[str], seed: int) -> dict[
     return out
 
 
+def scored(records: Sequence[Record], answers: Sequence[str], verdicts: Sequence[float],
+           seed: int) -> dict[str, Any]:
+    """``score`` of the answers plus, where both labels occur, the verdict scores' ``separation`` (AUC,
+    best-threshold F1) under ``"separation"``."""
+    out = score(records, answers, seed)
+    racy = [r.answer == "yes" for r in records]
+    if any(racy) and not all(racy):
+        out["separation"] = separation(verdicts, racy)
+    return out
+
+
 def by_pattern(records: Sequence[Record], answers: Sequence[str]) -> dict[str, dict[str, int]]:
     """Per pattern name (from the file name): programs, right answers, and how many are racy."""
     out: dict[str, dict[str, int]] = {}
@@ -120,16 +133,18 @@ def evaluate_race_programs(model_dir: Path, roots: Sequence[Path], *, max_new_to
         skipped += len(records) - len(kept)
         answers = [a[0] for a in generate(model, tokenizer, [r.prompt for r in kept], temperature=0.0,
                                            max_new_tokens=max_new_tokens, batch_size=batch_size, seed=seed)]
-        part: dict[str, Any] = {"pooled": score(kept, answers, seed)}
+        verdicts = verdict_scores(model, tokenizer, [r.prompt for r in kept])
+        part: dict[str, Any] = {"pooled": scored(kept, answers, verdicts, seed)}
         for language in LANGUAGES:
-            pairs = [(r, a) for r, a in zip(kept, answers, strict=True) if r.metadata["language"] == language]
-            if pairs:
-                part[language] = score([r for r, _ in pairs], [a for _, a in pairs], seed)
+            idx = [i for i, r in enumerate(kept) if r.metadata["language"] == language]
+            if idx:
+                part[language] = scored([kept[i] for i in idx], [answers[i] for i in idx],
+                                        [verdicts[i] for i in idx], seed)
         part["patterns"] = by_pattern(kept, answers)
         part["notes"] = notes
         part["rows"] = [{"id": r.id, "language": r.metadata["language"], "source_name": r.metadata["source_name"],
-                         "gold": r.answer, "prediction": a, "parsed": parse_race_answer(a)}
-                        for r, a in zip(kept, answers, strict=True)]
+                         "gold": r.answer, "prediction": a, "parsed": parse_race_answer(a), "verdict_score": v}
+                        for r, a, v in zip(kept, answers, verdicts, strict=True)]
         folders[str(root)] = part
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # kilobytes on Linux
     return {"folders": folders, "meta": {"model_dir": str(model_dir), "seconds": round(time.perf_counter() - start, 1),
@@ -140,14 +155,17 @@ def evaluate_race_programs(model_dir: Path, roots: Sequence[Path], *, max_new_to
 def summary_lines(report: dict[str, Any]) -> list[str]:
     """A table a person reads: one line per folder and language, then the pooled line, then the run's cost."""
     lines = [f"{'folder':<40} {'lang':<8} {'n':>4} {'prec':>5} {'rec':>5} {'F1':>5} {'95% CI':>13} {'acc':>5} "
-             f"{'yes-F1':>6}"]
+             f"{'yes-F1':>6} {'AUC':>5} {'bestF1':>6}"]
     for root, part in report["folders"].items():
         for key in (*LANGUAGES, "pooled"):
             if key in part:
                 s = part[key]
                 lo, hi = s["f1_interval"]
+                sep = s.get("separation")
+                tail = f" {sep['auc']:>5.2f} {sep['best_threshold_f1']:>6.2f}" if sep else f" {'-':>5} {'-':>6}"
                 lines.append(f"{root[-40:]:<40} {key:<8} {s['n']:>4} {s['precision']:>5.2f} {s['recall']:>5.2f} "
-                             f"{s['f1']:>5.2f} [{lo:.2f}, {hi:.2f}] {s['accuracy']:>5.2f} {s['always_yes_f1']:>6.2f}")
+                             f"{s['f1']:>5.2f} [{lo:.2f}, {hi:.2f}] {s['accuracy']:>5.2f} {s['always_yes_f1']:>6.2f}"
+                             + tail)
         for note in part["notes"].values():
             lines.append(f"  note: {note}")
     m = report["meta"]

@@ -20,6 +20,7 @@ from hpcrl_core.evaluation.race_programs import (
     score,
     summary_lines,
 )
+from hpcrl_core.evaluation.race_scores import roc_auc
 from hpcrl_core.models.tiny import build_tiny_model
 from tests.models import TINY, sample_tokenizer
 
@@ -118,6 +119,11 @@ def test_a_saved_model_answers_every_program_that_fits(tmp_path: Path, suite: Pa
     fp = sum((r["parsed"] == "yes" or r["parsed"] is None) and r["gold"] == "no" for r in rows)
     assert (part["pooled"]["tp"], part["pooled"]["fp"]) == (tp, fp)
     assert sum(c["n"] for c in part["patterns"].values()) == 4
+    # the verdict scores' separation where both labels occur (C: two racy, one race-free), from the rows' scores
+    c_rows = [r for r in rows if r["language"] == "c"]
+    assert part["c"]["separation"]["auc"] == roc_auc([r["verdict_score"] for r in c_rows],
+                                                     [r["gold"] == "yes" for r in c_rows])
+    assert "separation" not in part["fortran"]  # one race-free program: no AUC to give
     assert report["meta"]["peak_rss_mb"] > 0
     table = "\n".join(summary_lines(report))
-    assert "pooled" in table and "1 skipped as too long" in table
+    assert "pooled" in table and "1 skipped as too long" in table and "AUC" in table
