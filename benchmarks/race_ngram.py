@@ -8,7 +8,12 @@ policy's own figures (``benchmarks/race_transfer.py``), it separates the two cau
 transfer: if a linear surface reader fitted on the same items transfers no better, the items hold no signal the
 policy failed to find; if it transfers better, the policy is the limit.
 
-Run: ``.venv/bin/python benchmarks/race_ngram.py --data data [FOLDER ...]``.
+With ``--folds K`` a reader is also fitted on each folder's own programs, K-fold cross-validated: how far the
+folder's n-grams tell its labels apart at all (below 0.5 where racy and race-free programs come as minimal pairs,
+each differing from its twin in one detail, so the surface points the wrong way). Held-out grammar items
+(``prepare.race.grammar_pairs``) are also scored apart from the template patterns.
+
+Run: ``.venv/bin/python benchmarks/race_ngram.py --data data [FOLDER ...] [--folds 8]``.
 Test: ``pytest tests/test_race_ngram.py``.
 """
 
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import re
 import sys
 from collections.abc import Sequence
@@ -102,8 +108,9 @@ class NgramClassifier:
         return (torch.sparse.mm(self._features(texts), self.w[:, None])[:, 0] + self.b).tolist()
 
 
-def read_items(data: Path, split: str) -> tuple[list[str], list[bool]]:
-    texts, labels = [], []
+def read_items(data: Path, split: str) -> tuple[list[str], list[bool], list[str]]:
+    """The program texts, labels (racy) and pattern names of both languages' ``split`` items."""
+    texts, labels, patterns = [], [], []
     for family in FAMILIES:
         path = data / family / f"{split}.jsonl"
         if not path.is_file():
@@ -112,7 +119,28 @@ def read_items(data: Path, split: str) -> tuple[list[str], list[bool]]:
             row = json.loads(line)
             texts.append(program_text(row["prompt"]))
             labels.append(str(row["answer"]).strip().lower().startswith("yes"))
-    return texts, labels
+            patterns.append(str((row.get("metadata") or {}).get("pattern", "")))
+    return texts, labels, patterns
+
+
+def cross_validated(texts: Sequence[str], labels: Sequence[bool], n: int, folds: int, seed: int = 0) -> list[float]:
+    """Each text's score from a reader fitted on the other folds only (``folds`` interleaved folds of a shuffled
+    order): how far a folder's own n-grams tell its labels apart."""
+    order = list(range(len(texts)))
+    random.Random(seed).shuffle(order)
+    scores = [0.0] * len(texts)
+    for k in range(folds):
+        held = set(order[k::folds])
+        train = [i for i in order if i not in held]
+        clf = NgramClassifier(n=n).fit([texts[i] for i in train], [labels[i] for i in train])
+        for i, v in zip(sorted(held), clf.scores([texts[i] for i in sorted(held)]), strict=True):
+            scores[i] = v
+    return scores
+
+
+def row(n: int, name: str, s: dict[str, float]) -> str:
+    return (f"{'1-' + str(n):>7} {name:<40} {s['n']:>4} {s['auc']:>5.3f} {s['best_threshold_f1']:>6.3f} "
+            f"{s['f1_at_zero']:>5.3f} {s['accuracy_at_zero']:>5.3f} {s['yes_share_at_zero']:>5.2f}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,21 +148,31 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("folders", nargs="*", type=Path, default=[DEFAULT], help="folders of labelled programs")
     ap.add_argument("--data", type=Path, default=Path("data"), help="prepared data (race_c, race_fortran)")
     ap.add_argument("--ngram", type=int, nargs="+", default=[1, 3], help="longest n-gram; several give several rows")
+    ap.add_argument("--folds", type=int, default=0,
+                    help="also fit a reader on each folder itself, cross-validated over this many folds (0: off)")
     a = ap.parse_args(argv)
-    train, train_y = read_items(a.data, "train")
-    held, held_y = read_items(a.data, "eval")
+    train, train_y, _ = read_items(a.data, "train")
+    held, held_y, held_pattern = read_items(a.data, "eval")
     sets = [("held-out synthetic", held, held_y)]
+    if "grammar" in held_pattern:  # the grammar's loop nests apart from the 14 template patterns
+        for name, keep in (("held-out grammar", True), ("held-out templates", False)):
+            idx = [i for i, p in enumerate(held_pattern) if (p == "grammar") == keep]
+            sets.append((name, [held[i] for i in idx], [held_y[i] for i in idx]))
+    folders = []
     for root in a.folders:
         records, _ = load_programs(root)
-        sets.append((str(root)[-40:], [program_text(r.prompt) for r in records], [r.answer == "yes" for r in records]))
+        folders.append((str(root)[-40:], [program_text(r.prompt) for r in records],
+                        [r.answer == "yes" for r in records]))
     print(f"fitted on {len(train)} synthetic items ({sum(train_y)} racy) of {a.data}")
-    print(f"{'n-grams':>7} {'set':<40} {'n':>4} {'AUC':>5} {'bestF1':>6} {'F1@0':>5} {'yes@0':>5}")
+    print(f"{'n-grams':>7} {'set':<40} {'n':>4} {'AUC':>5} {'bestF1':>6} {'F1@0':>5} {'acc@0':>5} {'yes@0':>5}")
     for n in a.ngram:
         clf = NgramClassifier(n=n).fit(train, train_y)
-        for name, texts, labels in sets:
-            s = separation(clf.scores(texts), labels)
-            print(f"{'1-' + str(n):>7} {name:<40} {s['n']:>4} {s['auc']:>5.3f} {s['best_threshold_f1']:>6.3f} "
-                  f"{s['f1_at_zero']:>5.3f} {s['yes_share_at_zero']:>5.2f}")
+        for name, texts, labels in sets + folders:
+            print(row(n, name, separation(clf.scores(texts), labels)))
+        if a.folds:
+            for name, texts, labels in folders:
+                cv = separation(cross_validated(texts, labels, n, a.folds), labels)
+                print(row(n, f"{a.folds}-fold on itself: {name}"[:40], cv))
     return 0
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.race_ngram import NgramClassifier, main, ngrams, program_text
+from benchmarks.race_ngram import NgramClassifier, cross_validated, main, ngrams, program_text
 from hpcrl_core.evaluation.race_scores import roc_auc
 
 WORDS = ["a", "b", "i", "n", "sum", "tmp", "x", "y", "for", "+=", "=", "[", "]", ";"]
@@ -66,8 +66,20 @@ def test_the_script_scores_held_out_items_and_a_folder(tmp_path: Path, capsys: p
     out = capsys.readouterr().out
     assert "fitted on 160 synthetic items (80 racy)" in out
     held = next(line for line in out.splitlines() if "held-out synthetic" in line).split()
-    assert held[-5:-3] == ["40", "1.000"]  # n and AUC: the marker word decides every held-out item
-    assert any(line.split()[-5] == "2" for line in out.splitlines() if "suite" in line)
+    assert held[-6:-4] == ["40", "1.000"]  # n and AUC: the marker word decides every held-out item
+    assert any(line.split()[-6] == "2" for line in out.splitlines() if "suite" in line)
+
+
+def test_cross_validation_scores_each_text_from_the_other_folds() -> None:
+    rng = random.Random(2)
+    racy, safe = texts(rng, 40, "shared"), texts(rng, 40, "private")
+    labels = [True] * 40 + [False] * 40
+    assert roc_auc(cross_validated(racy + safe, labels, n=1, folds=4), labels) == 1.0
+    # minimal pairs: each text's twin, in the other folds, says the opposite with the same words
+    base = texts(rng, 40)
+    pairs = [t + " lock" for t in base] + [t + " unlock" for t in base]
+    flipped = [i % 2 == 0 for i in range(40)] + [i % 2 == 1 for i in range(40)]
+    assert roc_auc(cross_validated(pairs, flipped, n=1, folds=4), flipped) < 0.5
 
 
 def test_missing_data_says_what_to_run(tmp_path: Path) -> None:

@@ -106,11 +106,13 @@ def best_threshold_f1(scores: Sequence[float], racy: Sequence[bool]) -> tuple[fl
 
 
 def separation(scores: Sequence[float], racy: Sequence[bool]) -> dict[str, Any]:
-    """AUC, best-threshold F1 and its threshold, and the F1 at the model's own boundary (score > 0)."""
+    """AUC, best-threshold F1 and its threshold, and the F1, accuracy and "yes" share at the model's own boundary
+    (racy when score > 0)."""
     s, y = np.asarray(scores, float), np.asarray(racy, bool)
     pred = s > 0
     tp = int((pred & y).sum())
     denom = 2 * tp + int((pred & ~y).sum()) + int((~pred & y).sum())
     best, at = best_threshold_f1(s, y)
     return {"n": int(len(s)), "auc": roc_auc(s, y), "best_threshold_f1": best, "best_threshold": at,
-            "f1_at_zero": 2 * tp / denom if denom else 0.0, "yes_share_at_zero": float(pred.mean()) if len(s) else 0.0}
+            "f1_at_zero": 2 * tp / denom if denom else 0.0, "yes_share_at_zero": float(pred.mean()) if len(s) else 0.0,
+            "accuracy_at_zero": float((pred == y).mean()) if len(s) else 0.0}

@@ -45,7 +45,8 @@ def test_best_threshold_f1_is_the_highest_f1_over_thresholds() -> None:
     assert best >= 2 * 0.5 / 1.5
     sep = separation([-1.0, 2.0, 0.5, -3.0], [False, True, True, False])
     assert sep["auc"] == 1.0 and sep["best_threshold_f1"] == 1.0 and sep["f1_at_zero"] == 1.0
-    assert sep["yes_share_at_zero"] == 0.5 and sep["n"] == 4
+    assert sep["yes_share_at_zero"] == 0.5 and sep["n"] == 4 and sep["accuracy_at_zero"] == 1.0
+    assert separation([1.0, 1.0, -1.0], [False, True, True])["accuracy_at_zero"] == pytest.approx(1 / 3)
 
 
 @pytest.mark.parametrize(("piece", "word", "opens"), [
