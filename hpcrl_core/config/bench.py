@@ -114,3 +114,5 @@ class RewardParams(Section):
     reference_ttl_s: float = Field(900.0, gt=0)
     # a kernel its GRPO group of G wrote c times pays this * (c - 1) / (G - 1) per copy (rewards/diversity.py)
     duplicate_penalty: float = Field(10.0, ge=0, allow_inf_nan=False)
+    # sharing levels speeds but never lets a copy of a faster kernel score below a slower one (rewards/diversity.py)
+    duplicate_keeps_order: bool = False

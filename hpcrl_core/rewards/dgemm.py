@@ -227,7 +227,8 @@ class DgemmGflopsReward:
                               "build RewardContext(..., group_size=num_generations), as hpcrl_core/training/rl.py "
                               "does, or set reward.duplicate_penalty: 0")
         keys = [kernel_identity(t) for t in texts]
-        return share_duplicates(keys, rewards, self.ctx.group_size, penalty)
+        return share_duplicates(keys, rewards, self.ctx.group_size, penalty,
+                                keep_order=self.ctx.params.reward.duplicate_keeps_order)
 
     def _score(self, result: BenchResult, allowed: frozenset[str], reference: float | None) -> tuple[float, str]:
         """The reward and outcome (status, or ``technique_violation``) of one result."""

@@ -13,6 +13,12 @@ in reward units: λ = 10 costs a kernel written by all eight completions a tenth
 100), against a failure ladder of -10 to -100 and a gap of ~50 between plain and packed kernels, so speed still
 decides first and the sharing separates kernels of similar speed.
 
+With ``reward.duplicate_keeps_order`` the sharing may level speeds but never reverse them: within a group, a
+completion's shared reward is raised to the highest shared reward of any completion with a strictly lower unshared
+reward, where that is higher. Copies of the group's fastest kernel then fall at most to the next kernel's level;
+they never score below a slower kernel, so a large λ can no longer pay the policy to move from a fast kernel to a
+slower one, only stop paying it for writing the fast one again.
+
 Groups are TRL's: G consecutive completions of the batch, one prompt each (``RewardContext.group_size``, which the
 DGEMM trainer sets to ``rl_dgemm.num_generations``).
 
@@ -27,7 +33,8 @@ from collections.abc import Sequence
 from hpcrl_core.errors import ConfigError
 
 
-def share_duplicates(keys: Sequence[str], rewards: Sequence[float], group_size: int, penalty: float) -> list[float]:
+def share_duplicates(keys: Sequence[str], rewards: Sequence[float], group_size: int, penalty: float,
+                     keep_order: bool = False) -> list[float]:
     """The rewards after duplicate sharing (module docstring), in batch order.
 
     Args:
@@ -35,6 +42,7 @@ def share_duplicates(keys: Sequence[str], rewards: Sequence[float], group_size: 
         rewards: the completions' rewards, aligned with ``keys``.
         group_size: G, at least 2.
         penalty: λ in reward units, at least 0 (0 returns the rewards unchanged).
+        keep_order: no completion's shared reward ends below that of one with a lower unshared reward.
 
     Raises:
         ConfigError: misaligned inputs, a batch that is not whole groups, G < 2 or a negative penalty.
@@ -54,4 +62,20 @@ def share_duplicates(keys: Sequence[str], rewards: Sequence[float], group_size: 
         counts = Counter(group)
         for j, key in enumerate(group):
             out[start + j] -= penalty * (counts[key] - 1) / (group_size - 1)
+        if keep_order:
+            _keep_order(rewards[start:start + group_size], out, start)
     return out
+
+
+def _keep_order(unshared: Sequence[float], shared: list[float], start: int) -> None:
+    """Raise each shared reward of one group (``shared[start:start + G]``, in place) to the highest shared reward of
+    the completions whose unshared reward is strictly lower."""
+    order = sorted(range(len(unshared)), key=lambda j: unshared[j])
+    floor = float("-inf")  # the highest shared reward among strictly lower unshared rewards
+    k = 0
+    while k < len(order):
+        level = [j for j in order[k:] if unshared[j] == unshared[order[k]]]  # one unshared reward, ties together
+        for j in level:
+            shared[start + j] = max(shared[start + j], floor)
+        floor = max(floor, *(shared[start + j] for j in level))
+        k += len(level)

@@ -8,12 +8,13 @@ from __future__ import annotations
 import random
 import statistics
 from collections.abc import Sequence
+from concurrent.futures import Future
 from typing import Any
 
 import pytest
 
 from hpcrl_core.bench.extract import kernel_identity
-from hpcrl_core.bench.result import BenchResult
+from hpcrl_core.bench.result import BenchResult, Status
 from hpcrl_core.config import Params, parse_params
 from hpcrl_core.errors import ConfigError
 from hpcrl_core.rewards import RewardContext
@@ -94,8 +95,9 @@ def test_identity_ignores_comments_and_layout_but_not_code() -> None:
     assert kernel_identity("no code here") == "no code here"
 
 
-def _params(penalty: float) -> Params:
-    return parse_params({"reward": {"mode": "gflops", "scale": 1.0, "duplicate_penalty": penalty}})
+def _params(penalty: float, keep_order: bool = False) -> Params:
+    return parse_params({"reward": {"mode": "gflops", "scale": 1.0, "duplicate_penalty": penalty,
+                                    "duplicate_keeps_order": keep_order}})
 
 
 def test_the_reward_hands_trl_shared_rewards_and_the_observer_unshared_ones() -> None:
@@ -139,3 +141,51 @@ def test_sharing_without_a_group_size_is_a_config_error() -> None:
 def test_params_refuse_a_negative_or_infinite_penalty(bad: float) -> None:
     with pytest.raises(ConfigError, match="duplicate_penalty"):
         parse_params({"reward": {"duplicate_penalty": bad}})
+
+
+def test_keeping_order_levels_a_fast_mode_with_a_slower_kernel_instead_of_reversing_them() -> None:
+    # G = 8: a fast kernel seven times (100), a slower one once (95); λ 30 puts each copy at 100 - 30 * 6 / 7
+    keys, rewards = ["a"] * 7 + ["b"], [100.0] * 7 + [95.0]
+    plain = share_duplicates(keys, rewards, 8, 30.0)
+    assert plain[0] == pytest.approx(100 - 180 / 7) and plain[7] == 95.0  # reversed: the slower kernel is paid more
+    kept = share_duplicates(keys, rewards, 8, 30.0, keep_order=True)
+    assert kept == [95.0] * 8, "levelled, not reversed: no advantage pushes towards the slower kernel"
+    # where no copy falls below a slower kernel, keeping order changes nothing
+    small = share_duplicates(["a", "a", "b", "c"], [100.0, 100.0, 50.0, -40.0], 4, 10.0)
+    assert share_duplicates(["a", "a", "b", "c"], [100.0, 100.0, 50.0, -40.0], 4, 10.0, keep_order=True) == small
+
+
+def test_kept_order_holds_for_random_groups_and_only_ever_raises() -> None:
+    rng = random.Random(11)
+    for _ in range(300):
+        g = rng.randint(2, 9)
+        keys = [rng.choice("abcd") for _ in range(2 * g)]
+        rewards = [float(rng.choice([-40, -10, 20, 50, 52, 100])) + rng.choice([0.0, 0.5]) for _ in keys]
+        penalty = rng.uniform(0, 60)
+        plain = share_duplicates(keys, rewards, g, penalty)
+        kept = share_duplicates(keys, rewards, g, penalty, keep_order=True)
+        for start in range(0, len(keys), g):
+            block = range(start, start + g)
+            for i in block:
+                assert plain[i] <= kept[i] and (kept[i] == plain[i] or kept[i] < rewards[i])
+                for j in block:
+                    if rewards[i] > rewards[j]:
+                        assert kept[i] >= kept[j]
+
+
+class SpeedByCode:
+    """NAIVE-like kernels at 12 GFLOPS, the OpenMP kernel at 11."""
+
+    def submit(self, completion: str | bytes, n: int | None = None) -> Future[BenchResult]:
+        fut: Future[BenchResult] = Future()
+        fut.set_result(BenchResult(Status.OK, n=n or 0, gflops=11.0 if "omp" in str(completion) else 12.0))
+        return fut
+
+
+def test_the_reward_keeps_order_when_the_params_say_so() -> None:
+    completions = [NAIVE, NAIVE_COMMENTED, NAIVE, OMP]  # the naive kernel three times (12), the OpenMP one once (11)
+    args = {"completions": completions, "permitted": [[], [], [], ["openmp"]], "n": [64] * 4}
+    plain = DgemmGflopsReward(RewardContext(_params(6.0), SpeedByCode(), group_size=4))(**args)
+    assert plain == pytest.approx([8.0, 8.0, 8.0, 11.0])
+    kept = DgemmGflopsReward(RewardContext(_params(6.0, keep_order=True), SpeedByCode(), group_size=4))(**args)
+    assert kept == pytest.approx([11.0] * 4)
