@@ -88,6 +88,13 @@ def roc_auc(scores: Sequence[float], racy: Sequence[bool]) -> float:
     return float((greater + 0.5 * ties) / (len(pos) * len(neg)))
 
 
+def _f1(pred: np.ndarray, racy: np.ndarray) -> float:
+    """F1 of boolean predictions against boolean labels (positive = racy); 0 when there is nothing to count."""
+    tp = int((pred & racy).sum())
+    denom = 2 * tp + int((pred & ~racy).sum()) + int((~pred & racy).sum())
+    return 2 * tp / denom if denom else 0.0
+
+
 def best_threshold_f1(scores: Sequence[float], racy: Sequence[bool]) -> tuple[float, float]:
     """The highest F1 (positive = racy) of "racy when score >= t" over every threshold t, and that t.
 
@@ -96,10 +103,7 @@ def best_threshold_f1(scores: Sequence[float], racy: Sequence[bool]) -> tuple[fl
     s, y = np.asarray(scores, float), np.asarray(racy, bool)
     best, at = 0.0, float("inf")
     for t in np.unique(s):
-        pred = s >= t
-        tp = int((pred & y).sum())
-        denom = 2 * tp + int((pred & ~y).sum()) + int((~pred & y).sum())
-        f1 = 2 * tp / denom if denom else 0.0
+        f1 = _f1(s >= t, y)
         if f1 > best:
             best, at = f1, float(t)
     return best, at
@@ -110,9 +114,7 @@ def separation(scores: Sequence[float], racy: Sequence[bool]) -> dict[str, Any]:
     (racy when score > 0)."""
     s, y = np.asarray(scores, float), np.asarray(racy, bool)
     pred = s > 0
-    tp = int((pred & y).sum())
-    denom = 2 * tp + int((pred & ~y).sum()) + int((~pred & y).sum())
     best, at = best_threshold_f1(s, y)
     return {"n": int(len(s)), "auc": roc_auc(s, y), "best_threshold_f1": best, "best_threshold": at,
-            "f1_at_zero": 2 * tp / denom if denom else 0.0, "yes_share_at_zero": float(pred.mean()) if len(s) else 0.0,
+            "f1_at_zero": _f1(pred, y), "yes_share_at_zero": float(pred.mean()) if len(s) else 0.0,
             "accuracy_at_zero": float((pred == y).mean()) if len(s) else 0.0}
