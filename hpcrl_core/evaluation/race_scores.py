@@ -114,7 +114,7 @@ def separation(scores: Sequence[float], racy: Sequence[bool]) -> dict[str, Any]:
     (racy when score > 0)."""
     s, y = np.asarray(scores, float), np.asarray(racy, bool)
     pred = s > 0
-    best, at = best_threshold_f1(s, y)
-    return {"n": int(len(s)), "auc": roc_auc(s, y), "best_threshold_f1": best, "best_threshold": at,
+    best, at = best_threshold_f1(scores, racy)
+    return {"n": int(len(s)), "auc": roc_auc(scores, racy), "best_threshold_f1": best, "best_threshold": at,
             "f1_at_zero": _f1(pred, y), "yes_share_at_zero": float(pred.mean()) if len(s) else 0.0,
             "accuracy_at_zero": float((pred == y).mean()) if len(s) else 0.0}
