@@ -8,9 +8,11 @@ policy's own figures (``benchmarks/race_transfer.py``), it separates the two cau
 transfer: if a linear surface reader fitted on the same items transfers no better, the items hold no signal the
 policy failed to find; if it transfers better, the policy is the limit.
 
-With ``--folds K`` a reader is also fitted on each folder's own programs, K-fold cross-validated: how far the
-folder's n-grams tell its labels apart at all (below 0.5 where racy and race-free programs come as minimal pairs,
-each differing from its twin in one detail, so the surface points the wrong way). Held-out grammar items
+With ``--folds K`` a reader is also fitted on each folder's own programs, K-fold cross-validated, twice: with
+programs drawn into folds one by one ("twins split": a program's twin, which differs from it in one detail and has
+the other label, is usually in the training folds, so the score shows how far near-twins mislead a surface reader)
+and with each numbered pair kept in one fold ("twins kept": how far the folder's n-grams tell labels apart on
+programs whose twin the reader never saw). Held-out grammar items
 (``prepare.race.grammar_pairs``) are also scored apart from the template patterns.
 
 Run: ``.venv/bin/python benchmarks/race_ngram.py --data data [FOLDER ...] [--folds 8]``.
@@ -46,6 +48,7 @@ def program_text(prompt: object) -> str:
 
 
 def ngrams(text: str, n: int) -> list[str]:
+    """Every run of 1 to ``n`` consecutive tokens (names, numbers, single punctuation marks), joined by spaces."""
     tokens = TOKEN.findall(text)
     return [" ".join(tokens[i:i + k]) for k in range(1, n + 1) for i in range(len(tokens) - k + 1)]
 
@@ -63,6 +66,7 @@ class NgramClassifier:
         self.b = torch.zeros(1)
 
     def _features(self, texts: Sequence[str]) -> torch.Tensor:
+        """The tf-idf rows of ``texts`` over the fitted vocabulary, as a sparse (len(texts), vocabulary) tensor."""
         rows, cols, vals = [], [], []
         for r, text in enumerate(texts):
             counts: dict[int, int] = {}
@@ -80,6 +84,7 @@ class NgramClassifier:
                                        check_invariants=False)  # built here from distinct (row, col) pairs
 
     def fit(self, texts: Sequence[str], labels: Sequence[bool]) -> NgramClassifier:
+        """Choose the vocabulary and idf from ``texts`` and fit the weights to ``labels`` (True = racy)."""
         df: dict[str, int] = {}
         for text in texts:
             for g in set(ngrams(text, self.n)):
@@ -123,22 +128,42 @@ def read_items(data: Path, split: str) -> tuple[list[str], list[bool], list[str]
     return texts, labels, patterns
 
 
-def cross_validated(texts: Sequence[str], labels: Sequence[bool], n: int, folds: int, seed: int = 0) -> list[float]:
-    """Each text's score from a reader fitted on the other folds only (``folds`` interleaved folds of a shuffled
-    order): how far a folder's own n-grams tell its labels apart."""
-    order = list(range(len(texts)))
-    random.Random(seed).shuffle(order)
+def pair_groups(patterns: Sequence[str], languages: Sequence[str]) -> list[str]:
+    """A fold group per program: its language and the pair its file number belongs to (1-2, 3-4, ...), since suites
+    number a racy program and its race-free twin consecutively; a name without a number is its own group."""
+    out = []
+    for i, (name, language) in enumerate(zip(patterns, languages, strict=True)):
+        m = re.search(r"\d+", name)
+        out.append(f"{language}:{(int(m.group()) + 1) // 2}" if m else f"{language}:#{i}")
+    return out
+
+
+def cross_validated(texts: Sequence[str], labels: Sequence[bool], n: int, folds: int,
+                    groups: Sequence[str] | None = None, seed: int = 0) -> list[float]:
+    """Each text's score from a reader fitted on the other folds only: ``folds`` folds of a shuffled order of the
+    ``groups`` (default: each text its own group), a group never split between folds.
+
+    Raises:
+        SystemExit: fewer than 2 folds, or more folds than groups.
+    """
+    keys = list(groups) if groups is not None else [str(i) for i in range(len(texts))]
+    distinct = sorted(set(keys))
+    if not 2 <= folds <= len(distinct):
+        raise SystemExit(f"--folds must be between 2 and the number of groups ({len(distinct)}); got {folds}")
+    random.Random(seed).shuffle(distinct)
+    fold_of = {g: k % folds for k, g in enumerate(distinct)}
     scores = [0.0] * len(texts)
     for k in range(folds):
-        held = set(order[k::folds])
-        train = [i for i in order if i not in held]
+        held = [i for i in range(len(texts)) if fold_of[keys[i]] == k]
+        train = [i for i in range(len(texts)) if fold_of[keys[i]] != k]
         clf = NgramClassifier(n=n).fit([texts[i] for i in train], [labels[i] for i in train])
-        for i, v in zip(sorted(held), clf.scores([texts[i] for i in sorted(held)]), strict=True):
+        for i, v in zip(held, clf.scores([texts[i] for i in held]), strict=True):
             scores[i] = v
     return scores
 
 
 def row(n: int, name: str, s: dict[str, float]) -> str:
+    """One line of the printed table."""
     return (f"{'1-' + str(n):>7} {name:<40} {s['n']:>4} {s['auc']:>5.3f} {s['best_threshold_f1']:>6.3f} "
             f"{s['f1_at_zero']:>5.3f} {s['accuracy_at_zero']:>5.3f} {s['yes_share_at_zero']:>5.2f}")
 
@@ -151,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--folds", type=int, default=0,
                     help="also fit a reader on each folder itself, cross-validated over this many folds (0: off)")
     a = ap.parse_args(argv)
+    if a.folds == 1 or a.folds < 0:
+        raise SystemExit(f"--folds must be 0 (off) or at least 2; got {a.folds}")
     train, train_y, _ = read_items(a.data, "train")
     held, held_y, held_pattern = read_items(a.data, "eval")
     sets = [("held-out synthetic", held, held_y)]
@@ -161,18 +188,23 @@ def main(argv: list[str] | None = None) -> int:
     folders = []
     for root in a.folders:
         records, _ = load_programs(root)
+        groups = pair_groups([str(r.metadata.get("pattern", "")) for r in records],
+                             [str(r.metadata["language"]) for r in records])
         folders.append((str(root)[-40:], [program_text(r.prompt) for r in records],
-                        [r.answer == "yes" for r in records]))
+                        [r.answer == "yes" for r in records], groups))
     print(f"fitted on {len(train)} synthetic items ({sum(train_y)} racy) of {a.data}")
     print(f"{'n-grams':>7} {'set':<40} {'n':>4} {'AUC':>5} {'bestF1':>6} {'F1@0':>5} {'acc@0':>5} {'yes@0':>5}")
     for n in a.ngram:
         clf = NgramClassifier(n=n).fit(train, train_y)
-        for name, texts, labels in sets + folders:
+        for name, texts, labels, *_ in sets + folders:
             print(row(n, name, separation(clf.scores(texts), labels)))
-        if a.folds:
-            for name, texts, labels in folders:
-                cv = separation(cross_validated(texts, labels, n, a.folds), labels)
-                print(row(n, f"{a.folds}-fold on itself: {name}"[:40], cv))
+        for name, texts, labels, groups in folders if a.folds else []:
+            for tag, by in (("twins split", None), ("twins kept", groups)):
+                if len(set(by if by is not None else range(len(texts)))) < a.folds:
+                    print(f"{'':>7} {name}: too few {'pairs' if by else 'programs'} for {a.folds} folds ({tag})")
+                    continue
+                cv = separation(cross_validated(texts, labels, n, a.folds, by), labels)
+                print(row(n, f"{a.folds}-fold, {tag}: {name}"[:40], cv))
     return 0
 
 

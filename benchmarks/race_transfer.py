@@ -29,14 +29,21 @@ DEFAULT = Path(__file__).resolve().parent / "race_transfer"
 FAMILIES = ("race_c", "race_fortran")
 
 
-def synthetic_separation(model_dir: Path, data: Path) -> dict[str, dict[str, float]]:
-    """AUC and best-threshold F1 of the verdict score on each language's held-out synthetic items."""
-    model, tokenizer = load_saved_policy(model_dir)
-    out = {}
-    for family in FAMILIES:
-        path = data / family / "eval.jsonl"
+def synthetic_files(data: Path) -> list[Path]:
+    """Each race family's held-out items under ``data``; exits naming the first that is missing."""
+    paths = [data / family / "eval.jsonl" for family in FAMILIES]
+    for path in paths:
         if not path.is_file():
             raise SystemExit(f"{path} is missing; pass the data folder the policy was prepared from")
+    return paths
+
+
+def synthetic_separation(model_dir: Path, data: Path) -> dict[str, dict[str, float]]:
+    """AUC and best-threshold F1 of the verdict score on each language's held-out synthetic items."""
+    paths = synthetic_files(data)
+    model, tokenizer = load_saved_policy(model_dir)
+    out = {}
+    for family, path in zip(FAMILIES, paths, strict=True):
         records = list(read_jsonl(path))
         out[family] = separation(verdict_scores(model, tokenizer, [r.prompt for r in records]),
                                  [r.answer == "yes" for r in records])
@@ -54,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--synthetic", type=Path, help="a prepared data folder: also score its held-out race items")
     ap.add_argument("--json", type=Path, help="write the whole report here")
     a = ap.parse_args(argv)
+    if a.synthetic:
+        synthetic_files(a.synthetic)  # before the long evaluation, not after it
     report = evaluate_race_programs(a.model, a.folders, max_new_tokens=a.max_new_tokens, batch_size=a.batch_size,
                                     seed=a.seed)
     print("\n".join(summary_lines(report)))

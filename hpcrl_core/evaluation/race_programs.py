@@ -32,7 +32,7 @@ from hpcrl_core.data.schema import Record
 from hpcrl_core.errors import DataError
 from hpcrl_core.evaluation.generate import fitting_records, generate
 from hpcrl_core.evaluation.metrics import parse_race_answer, race_f1
-from hpcrl_core.evaluation.race_scores import separation, verdict_scores
+from hpcrl_core.evaluation.race_scores import opens_with, separation, verdict_scores
 from hpcrl_core.models.saved import load_saved_policy
 
 LANGUAGES = ("c", "fortran")
@@ -95,6 +95,9 @@ def scored(records: Sequence[Record], answers: Sequence[str], verdicts: Sequence
     racy = [r.answer == "yes" for r in records]
     if any(racy) and not all(racy):
         out["separation"] = separation(verdicts, racy)
+        # the score reads the first answer token: it means something only where answers open with the verdict
+        out["separation"]["verdict_first_share"] = (
+            sum(opens_with(a, "yes") or opens_with(a, "no") for a in answers) / len(answers))
     return out
 
 
@@ -168,6 +171,10 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
                              + tail)
         for note in part["notes"].values():
             lines.append(f"  note: {note}")
+        first = part.get("pooled", {}).get("separation", {}).get("verdict_first_share")
+        if first is not None and first < 0.9:
+            lines.append(f"  note: only {first:.0%} of the answers open with yes or no, so AUC and bestF1, which read "
+                         "the first answer token, say little about this policy")
     m = report["meta"]
     lines.append(f"{m['programs']} programs ({m['skipped']} skipped as too long) in {m['seconds']} s; peak memory "
                  f"{m['peak_rss_mb']} MB; model {m['model_dir']}")

@@ -6,7 +6,10 @@ scores 2p / (1 + p) on a set with a share p of racy programs, 0.67 at one half),
 can look close to one that learned a little. This module reads the verdict as a score instead:
 
 - **verdict score** of a program: log P(the answer opens with "yes") - log P(it opens with "no") at the first
-  answer token, summed over the vocabulary entries that can start each word (``verdict_token_ids``);
+  answer token, summed over the vocabulary entries that can start each word (``verdict_token_ids``). It reads a
+  policy trained to open its answer with the verdict, as hpcrl's race completions do; for one that reasons first
+  (``race_scale.py --reason-first``) it measures nothing, and ``race_programs`` reports the share of greedy answers
+  that open with "yes" or "no" beside it;
 - **AUC**: the probability that a random racy program scores above a random race-free one (ties count half);
   0.5 is no separation whatever the threshold;
 - **best-threshold F1**: the highest F1 any threshold on the score reaches on the set. It is the ceiling for
@@ -27,10 +30,10 @@ from transformers import PreTrainedTokenizerBase
 from hpcrl_core.evaluation.generate import render_prompts
 
 
-def _opens(piece: str, word: str) -> bool:
+def opens_with(piece: str, word: str) -> bool:
     """Whether a token's text can begin the answer ``word``: a non-empty prefix of it, or the word followed by
     something that is not a letter (``yes:``, ``no,``; not ``none`` or ``yesterday``)."""
-    piece = piece.lstrip(" *\n").lower()
+    piece = piece.lstrip(" \t\r\n*\u0120\u2581").lower()  # spaces, markup and byte-level / sentencepiece markers
     if not piece:
         return False
     if word.startswith(piece):
@@ -45,8 +48,8 @@ def verdict_token_ids(tokenizer: PreTrainedTokenizerBase) -> tuple[list[int], li
         ValueError: the vocabulary has no token that opens one of the two words.
     """
     pieces = [str(tokenizer.decode([i])) for i in range(len(tokenizer))]
-    yes = [i for i, p in enumerate(pieces) if _opens(p, "yes")]
-    no = [i for i, p in enumerate(pieces) if _opens(p, "no")]
+    yes = [i for i, p in enumerate(pieces) if opens_with(p, "yes")]
+    no = [i for i, p in enumerate(pieces) if opens_with(p, "no")]
     if not yes or not no:
         raise ValueError(f"the tokenizer has {len(yes)} tokens that open 'yes' and {len(no)} that open 'no'; "
                          "a verdict score needs both")
@@ -101,6 +104,8 @@ def best_threshold_f1(scores: Sequence[float], racy: Sequence[bool]) -> tuple[fl
     Thresholds are every distinct score and one above the highest ("no" to everything, F1 0).
     """
     s, y = np.asarray(scores, float), np.asarray(racy, bool)
+    if len(s) != len(y):
+        raise ValueError(f"{len(s)} scores for {len(y)} labels")
     best, at = 0.0, float("inf")
     for t in np.unique(s):
         f1 = _f1(s >= t, y)

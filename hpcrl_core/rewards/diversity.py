@@ -13,11 +13,11 @@ in reward units: λ = 10 costs a kernel written by all eight completions a tenth
 100), against a failure ladder of -10 to -100 and a gap of ~50 between plain and packed kernels, so speed still
 decides first and the sharing separates kernels of similar speed.
 
-With ``reward.duplicate_keeps_order`` the sharing may level speeds but never reverse them: within a group, a
-completion's shared reward is raised to the highest shared reward of any completion with a strictly lower unshared
-reward, where that is higher. Copies of the group's fastest kernel then fall at most to the next kernel's level;
-they never score below a slower kernel, so a large λ can no longer pay the policy to move from a fast kernel to a
-slower one, only stop paying it for writing the fast one again.
+With ``reward.duplicate_keeps_order`` the sharing may level speeds but never reverse them: within a group, each
+kernel's copies are raised to the highest shared reward of any kernel with a strictly lower unshared reward (a
+kernel's unshared reward is its best copy's), where that is higher. Copies of the group's fastest kernel then fall
+at most to the next kernel's level; they never score below a slower kernel, so a large λ can no longer pay the
+policy to move from a fast kernel to a slower one, only stop paying it for writing the fast one again.
 
 Groups are TRL's: G consecutive completions of the batch, one prompt each (``RewardContext.group_size``, which the
 DGEMM trainer sets to ``rl_dgemm.num_generations``).
@@ -63,19 +63,21 @@ def share_duplicates(keys: Sequence[str], rewards: Sequence[float], group_size: 
         for j, key in enumerate(group):
             out[start + j] -= penalty * (counts[key] - 1) / (group_size - 1)
         if keep_order:
-            _keep_order(rewards[start:start + group_size], out, start)
+            _keep_order(group, rewards[start:start + group_size], out, start)
     return out
 
 
-def _keep_order(unshared: Sequence[float], shared: list[float], start: int) -> None:
-    """Raise each shared reward of one group (``shared[start:start + G]``, in place) to the highest shared reward of
-    the completions whose unshared reward is strictly lower."""
-    order = sorted(range(len(unshared)), key=lambda j: unshared[j])
-    floor = float("-inf")  # the highest shared reward among strictly lower unshared rewards
-    k = 0
-    while k < len(order):
-        level = [j for j in order[k:] if unshared[j] == unshared[order[k]]]  # one unshared reward, ties together
-        for j in level:
+def _keep_order(keys: Sequence[str], unshared: Sequence[float], shared: list[float], start: int) -> None:
+    """Raise the shared rewards of one group (``shared[start:start + G]``, in place) so that no kernel ends below a
+    kernel of strictly lower unshared reward. A kernel's reward is the best of its copies' (copies differing only
+    in comments are timed apart and may differ by noise); all copies of a kernel are raised to the same floor."""
+    best: dict[str, float] = {}
+    for key, r in zip(keys, unshared, strict=True):
+        best[key] = max(best.get(key, float("-inf")), r)
+    floor = float("-inf")  # the highest shared reward among kernels of strictly lower reward
+    levels = sorted(set(best.values()))
+    for level in levels:
+        members = [j for j, key in enumerate(keys) if best[key] == level]
+        for j in members:
             shared[start + j] = max(shared[start + j], floor)
-        floor = max(floor, *(shared[start + j] for j in level))
-        k += len(level)
+        floor = max(floor, *(shared[start + j] for j in members))

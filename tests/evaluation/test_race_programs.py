@@ -124,6 +124,8 @@ def test_a_saved_model_answers_every_program_that_fits(tmp_path: Path, suite: Pa
     assert part["c"]["separation"]["auc"] == roc_auc([r["verdict_score"] for r in c_rows],
                                                      [r["gold"] == "yes" for r in c_rows])
     assert "separation" not in part["fortran"]  # one race-free program: no AUC to give
+    opening = sum(r["prediction"].lstrip().lower()[:2] in ("ye", "no") for r in c_rows) / len(c_rows)
+    assert part["c"]["separation"]["verdict_first_share"] == pytest.approx(opening, abs=1 / len(c_rows))
     assert report["meta"]["peak_rss_mb"] > 0
     table = "\n".join(summary_lines(report))
     assert "pooled" in table and "1 skipped as too long" in table and "AUC" in table

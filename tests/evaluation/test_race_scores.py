@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from hpcrl_core.evaluation.race_scores import (
-    _opens,
     best_threshold_f1,
+    opens_with,
     roc_auc,
     separation,
     verdict_scores,
@@ -33,6 +33,8 @@ def test_auc_counts_pairs_and_half_ties() -> None:
         roc_auc([1, 2], [True, True])
     with pytest.raises(ValueError, match="3 scores for 2 labels"):
         roc_auc([1, 2, 3], [True, False])
+    with pytest.raises(ValueError, match="3 scores for 1 labels"):
+        best_threshold_f1([1, 2, 3], [True])
 
 
 def test_best_threshold_f1_is_the_highest_f1_over_thresholds() -> None:
@@ -53,9 +55,10 @@ def test_best_threshold_f1_is_the_highest_f1_over_thresholds() -> None:
     ("yes", "yes", True), ("ye", "yes", True), (" y", "yes", True), ("yes: `", "yes", True), ("Yes,", "yes", True),
     ("yesterday", "yes", False), ("no", "no", True), ("no: `", "no", True), ("n", "no", True),
     ("none", "no", False), ("not", "no", False), ("", "no", False), ("**no", "no", True), ("x", "yes", False),
+    ("\u0120yes", "yes", True), ("\u2581No", "no", True), ("\tno:", "no", True),
 ])
 def test_which_token_texts_open_an_answer(piece: str, word: str, opens: bool) -> None:
-    assert _opens(piece, word) is opens
+    assert opens_with(piece, word) is opens
 
 
 class FixedLogits:
@@ -74,8 +77,13 @@ class FixedLogits:
 def test_the_score_is_the_log_ratio_of_yes_and_no_openings() -> None:
     tok = sample_tokenizer()
     yes, no = verdict_token_ids(tok)
-    assert yes and no and not set(yes) & set(no)
-    assert all(_opens(tok.decode([i]), "yes") for i in yes)
+    # the first token of every way the house completions open is counted on its side
+    for text, side in (("yes: `a`", yes), ("Yes,", yes), ("no: `a`", no), ("No.", no)):
+        assert tok.encode(text, add_special_tokens=False)[0] in side, text
+    for text in ("none", "not", "yesterday"):
+        ids = tok.encode(text, add_special_tokens=False)
+        if len(ids) == 1:  # a whole-word token of another word is on neither side
+            assert ids[0] not in yes and ids[0] not in no, text
     # mass 0.3 spread over the yes-openers, 0.1 over the no-openers, the rest on one other token
     probs = torch.zeros(len(tok))
     probs[yes] = 0.3 / len(yes)
