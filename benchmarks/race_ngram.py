@@ -22,7 +22,6 @@ Test: ``pytest tests/test_race_ngram.py``.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import re
 import sys
@@ -32,12 +31,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from hpcrl_core.data.schema import read_jsonl
 from hpcrl_core.evaluation.race_programs import load_programs
 from hpcrl_core.evaluation.race_scores import separation
+from hpcrl_core.evaluation.runner import RACE_FAMILIES
 
 DEFAULT = Path(__file__).resolve().parent / "race_transfer"
 TOKEN = re.compile(r"[A-Za-z_]\w*|\d+|[^\s\w]")
-FAMILIES = ("race_c", "race_fortran")
 
 
 def program_text(prompt: object) -> str:
@@ -116,15 +116,14 @@ class NgramClassifier:
 def read_items(data: Path, split: str) -> tuple[list[str], list[bool], list[str]]:
     """The program texts, labels (racy) and pattern names of both languages' ``split`` items."""
     texts, labels, patterns = [], [], []
-    for family in FAMILIES:
+    for family in RACE_FAMILIES:
         path = data / family / f"{split}.jsonl"
         if not path.is_file():
             raise SystemExit(f"{path} is missing; run `dvc repro prepare` or pass --data")
-        for line in path.read_text().splitlines():
-            row = json.loads(line)
-            texts.append(program_text(row["prompt"]))
-            labels.append(str(row["answer"]).strip().lower().startswith("yes"))
-            patterns.append(str((row.get("metadata") or {}).get("pattern", "")))
+        for r in read_jsonl(path):
+            texts.append(program_text(r.prompt))
+            labels.append(r.answer == "yes")
+            patterns.append(str(r.metadata.get("pattern", "")))
     return texts, labels, patterns
 
 

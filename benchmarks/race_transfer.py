@@ -19,31 +19,32 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
+
+from transformers import PreTrainedTokenizerBase
 
 from hpcrl_core.data.schema import read_jsonl
 from hpcrl_core.evaluation.race_programs import evaluate_race_programs, summary_lines
 from hpcrl_core.evaluation.race_scores import separation, verdict_scores
+from hpcrl_core.evaluation.runner import RACE_FAMILIES
 from hpcrl_core.models.saved import load_saved_policy
 
 DEFAULT = Path(__file__).resolve().parent / "race_transfer"
-FAMILIES = ("race_c", "race_fortran")
 
 
 def synthetic_files(data: Path) -> list[Path]:
     """Each race family's held-out items under ``data``; exits naming the first that is missing."""
-    paths = [data / family / "eval.jsonl" for family in FAMILIES]
+    paths = [data / family / "eval.jsonl" for family in RACE_FAMILIES]
     for path in paths:
         if not path.is_file():
             raise SystemExit(f"{path} is missing; pass the data folder the policy was prepared from")
     return paths
 
 
-def synthetic_separation(model_dir: Path, data: Path) -> dict[str, dict[str, float]]:
+def synthetic_separation(model: Any, tokenizer: PreTrainedTokenizerBase, data: Path) -> dict[str, dict[str, float]]:
     """AUC and best-threshold F1 of the verdict score on each language's held-out synthetic items."""
-    paths = synthetic_files(data)
-    model, tokenizer = load_saved_policy(model_dir)
     out = {}
-    for family, path in zip(FAMILIES, paths, strict=True):
+    for family, path in zip(RACE_FAMILIES, synthetic_files(data), strict=True):
         records = list(read_jsonl(path))
         out[family] = separation(verdict_scores(model, tokenizer, [r.prompt for r in records]),
                                  [r.answer == "yes" for r in records])
@@ -63,11 +64,12 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     if a.synthetic:
         synthetic_files(a.synthetic)  # before the long evaluation, not after it
+    policy = load_saved_policy(a.model)  # once, for the folders and the synthetic items
     report = evaluate_race_programs(a.model, a.folders, max_new_tokens=a.max_new_tokens, batch_size=a.batch_size,
-                                    seed=a.seed)
+                                    seed=a.seed, policy=policy)
     print("\n".join(summary_lines(report)))
     if a.synthetic:
-        report["synthetic"] = synthetic_separation(a.model, a.synthetic)
+        report["synthetic"] = synthetic_separation(*policy, a.synthetic)
         for family, s in report["synthetic"].items():
             print(f"held-out synthetic {family:<13} n {s['n']:>4}  AUC {s['auc']:.2f}  best-threshold F1 "
                   f"{s['best_threshold_f1']:.2f}  F1 at the model's boundary {s['f1_at_zero']:.2f}")

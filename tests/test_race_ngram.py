@@ -6,13 +6,13 @@ Run: pytest tests/test_race_ngram.py
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 
 import pytest
 
 from benchmarks.race_ngram import NgramClassifier, cross_validated, main, ngrams, pair_groups, program_text
+from hpcrl_core.data.schema import Record, write_jsonl
 from hpcrl_core.evaluation.race_scores import roc_auc
 
 WORDS = ["a", "b", "i", "n", "sum", "tmp", "x", "y", "for", "+=", "=", "[", "]", ";"]
@@ -56,9 +56,11 @@ def test_the_script_scores_held_out_items_and_a_folder(tmp_path: Path, capsys: p
     for family in ("race_c", "race_fortran"):
         (data / family).mkdir(parents=True)
         for split, k in (("train", 40), ("eval", 10)):
-            rows = [{"prompt": [{"role": "user", "content": t}], "answer": "yes: x" if racy else "no: y"}
-                    for racy in (True, False) for t in texts(rng, k, "shared" if racy else "private")]
-            (data / family / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+            write_jsonl(data / family / f"{split}.jsonl", [
+                Record(family=family, prompt=[{"role": "user", "content": t}],
+                       completion=[{"role": "assistant", "content": "yes: x" if racy else "no: y"}],
+                       answer="yes" if racy else "no", id=f"{family}-{split}-{racy}-{i}")
+                for racy in (True, False) for i, t in enumerate(texts(rng, k, "shared" if racy else "private"))])
     suite = tmp_path / "suite" / "micro-benchmarks"
     suite.mkdir(parents=True)
     program = ("int main(void) {{ int s = 0, {0} = 1;\n#pragma omp parallel for\n"

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from transformers import PreTrainedTokenizerBase
 
 from hpcrl_core.data.race.loaders import load_dataracebench
 from hpcrl_core.data.schema import Record
@@ -114,8 +115,10 @@ def by_pattern(records: Sequence[Record], answers: Sequence[str]) -> dict[str, d
 
 
 def evaluate_race_programs(model_dir: Path, roots: Sequence[Path], *, max_new_tokens: int = 128,
-                           batch_size: int = 8, seed: int = 0) -> dict[str, Any]:
+                           batch_size: int = 8, seed: int = 0,
+                           policy: tuple[Any, PreTrainedTokenizerBase] | None = None) -> dict[str, Any]:
     """Answer every labelled program under each of ``roots`` with the policy saved in ``model_dir`` and score it.
+    ``policy``: that folder's model and tokenizer when the caller has already loaded them (it is not loaded again).
 
     Returns:
         ``{"folders": {root: {"pooled": {...}, "c": {...}, "fortran": {...}, "patterns": {...}, "notes": {...},
@@ -127,7 +130,7 @@ def evaluate_race_programs(model_dir: Path, roots: Sequence[Path], *, max_new_to
     """
     start = time.perf_counter()
     loaded = {root: load_programs(root) for root in roots}
-    model, tokenizer = load_saved_policy(model_dir)
+    model, tokenizer = policy if policy is not None else load_saved_policy(model_dir)
     folders: dict[str, Any] = {}
     programs = skipped = 0
     for root, (records, notes) in loaded.items():

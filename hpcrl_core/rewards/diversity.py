@@ -42,7 +42,8 @@ def share_duplicates(keys: Sequence[str], rewards: Sequence[float], group_size: 
         rewards: the completions' rewards, aligned with ``keys``.
         group_size: G, at least 2.
         penalty: λ in reward units, at least 0 (0 returns the rewards unchanged).
-        keep_order: no completion's shared reward ends below that of one with a lower unshared reward.
+        keep_order: no kernel's shared reward ends below that of a kernel with a lower unshared reward
+            (``_keep_order``).
 
     Raises:
         ConfigError: misaligned inputs, a batch that is not whole groups, G < 2 or a negative penalty.
