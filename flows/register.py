@@ -28,7 +28,7 @@ from hpcrl_core import provenance
 from hpcrl_core.config import Params, RegistryParams, load_params
 from hpcrl_core.errors import ConfigError
 from hpcrl_core.evaluation.promotion import decide_promotion, report_metrics
-from hpcrl_core.tracking import CHALLENGER, CHAMPION
+from hpcrl_core.registry import CHALLENGER, CHAMPION
 from tasks.register import find_version, get_alias, get_version, read_eval_report, register_model_version, set_alias
 
 POLICIES = ("registry", "registry_hargo")

@@ -1,4 +1,5 @@
-"""The only module that talks to MLflow: stage runs, their params, metrics and artifacts, and the model registry.
+"""With ``hpcrl_core/registry.py``, the only module that talks to MLflow: stage runs, their params, metrics and
+artifacts.
 
 Embedded default: a local SQLite store (``sqlite:///mlflow.db``) with artifacts in ``./mlruns``; a server is
 chosen by ``MLFLOW_TRACKING_URI``. Every stage run is named after its DVC stage (``sft``, ``rl_hargo@hargo-1``) and
@@ -15,13 +16,7 @@ in the view its GenAI / Model training switch last chose (GenAI in a fresh brows
 A run whose process died is closed as KILLED by the next start of its stage; a stage that resumes from a
 checkpoint reopens the run that made the checkpoint (``dvc_stage_run``).
 
-Registry: a model folder (a Hugging Face model or a LoRA adapter) is logged as the artifacts of a ``register``
-stage run under ``model/``, and a version of the registered model is created whose *source* is that artifact
-folder (``<run artifact root>/model``), linked to the run. No MLflow flavor is involved: nothing is loaded, and
-``mlflow.artifacts.download_artifacts("models:/hpcrl-dgemm@champion")`` returns the folder as it was. The run holds
-the evaluation metrics (flattened: ``rl.gflops_median``); run and version carry the tags ``git_commit`` and
-``data_hash`` (``hpcrl_core.provenance``). Roles are registry aliases (``challenger``, ``champion``), never stages;
-whether a challenger becomes champion is ``hpcrl_core.evaluation.promotion.decide_promotion``, plain Python.
+The model registry is ``hpcrl_core/registry.py``, on the same store.
 
 Test: ``pytest tests/test_tracking.py``; the UI itself: ``pytest -m integration tests/test_mlflow_ui.py``.
 """
@@ -34,11 +29,9 @@ import json
 import os
 import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hpcrl_core.errors import ConfigError, TrackingInfraError
 from hpcrl_core.files import write_text_atomic
 from hpcrl_core.processes import ProcessId, is_alive, this_process
 from hpcrl_core.provenance import data_hash, git_commit
@@ -62,11 +55,13 @@ EXPERIMENT_KIND_TAG, MODEL_TRAINING = "mlflow.experimentKind", "custom_model_dev
 UI_VIEW = {"workflowType": "machine_learning"}
 
 
-def _resolve_uri(tracking_uri: str | None) -> str:
+def resolve_uri(tracking_uri: str | None) -> str:
+    """``tracking_uri``, else ``MLFLOW_TRACKING_URI``, else the local SQLite store."""
     return tracking_uri or os.environ.get("MLFLOW_TRACKING_URI", DEFAULT_URI)
 
 
-def _quiet_env() -> None:
+def quiet_env() -> None:
+    """Turn off MLflow's telemetry unless the caller chose otherwise."""
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     os.environ.setdefault("DO_NOT_TRACK", "true")
 
@@ -95,6 +90,14 @@ def _owner(run: Any) -> ProcessId | None:
     return ProcessId(tags[HOST_TAG], int(tags[PID_TAG]), tags.get(PID_START_TAG, ""))
 
 
+def mlflow_client(uri: str) -> Any:
+    """An ``MlflowClient`` on ``uri``, with MLflow's start-up chatter silenced."""
+    quiet_env()
+    from mlflow import MlflowClient
+
+    return MlflowClient(tracking_uri=uri)
+
+
 def close_dead_runs(dvc_stage: str, tracking_uri: str | None = None) -> list[str]:
     """Mark KILLED every run of ``dvc_stage`` left RUNNING by a process that died on this host; returns their ids.
 
@@ -103,8 +106,8 @@ def close_dead_runs(dvc_stage: str, tracking_uri: str | None = None) -> list[str
     closes it, with the tag ``hpcrl.closed_reason``. Runs of another host, and runs without the tags, are left
     alone: whether their process lives cannot be known here.
     """
-    uri = _resolve_uri(tracking_uri)
-    client = _client(uri)
+    uri = resolve_uri(tracking_uri)
+    client = mlflow_client(uri)
     experiment = client.get_experiment_by_name(EXPERIMENT)
     if experiment is None:
         return []
@@ -159,7 +162,7 @@ def dvc_stage_run(dvc_stage: str, params: Mapping[str, Any] | None = None, tags:
         The active ``mlflow.ActiveRun``.
     """
     standard = run_tags(method=method, seed=_params_seed(params) if seed is None else seed, data=data)
-    with _tracked_run(dvc_stage, params, {**standard, **(tags or {})}, tracking_uri, run_file, resume) as run:
+    with tracked_run(dvc_stage, params, {**standard, **(tags or {})}, tracking_uri, run_file, resume) as run:
         yield run
 
 
@@ -186,10 +189,10 @@ def _params_seed(params: Mapping[str, Any] | None) -> int | None:
 def ensure_experiment(tracking_uri: str | None = None) -> str:
     """Make ``EXPERIMENT`` the active experiment of the store (created when missing, marked as model training unless
     a kind was chosen already); returns its id."""
-    _quiet_env()
+    quiet_env()
     import mlflow
 
-    mlflow.set_tracking_uri(_resolve_uri(tracking_uri))
+    mlflow.set_tracking_uri(resolve_uri(tracking_uri))
     experiment = mlflow.set_experiment(EXPERIMENT)
     if EXPERIMENT_KIND_TAG not in experiment.tags:
         mlflow.set_experiment_tag(EXPERIMENT_KIND_TAG, MODEL_TRAINING)
@@ -197,14 +200,14 @@ def ensure_experiment(tracking_uri: str | None = None) -> str:
 
 
 @contextlib.contextmanager
-def _tracked_run(name: str, params: Mapping[str, Any] | None, tags: Mapping[str, str] | None,
+def tracked_run(name: str, params: Mapping[str, Any] | None, tags: Mapping[str, str] | None,
                  tracking_uri: str | None, run_file: Path | None = None, resume: bool = False) -> Iterator[Any]:
     import mlflow
 
-    uri = _resolve_uri(tracking_uri)
+    uri = resolve_uri(tracking_uri)
     ensure_experiment(uri)
     close_dead_runs(name, uri)
-    run_id = _run_to_resume(_client(uri), run_file, name) if run_file is not None and resume else None
+    run_id = _run_to_resume(mlflow_client(uri), run_file, name) if run_file is not None and resume else None
     all_tags = {STAGE_TAG: name, GIT_COMMIT_TAG: git_commit(), **_process_tags(), **(tags or {})}
     if run_id is None:
         active = mlflow.start_run(run_name=name, tags=all_tags)
@@ -256,188 +259,3 @@ def log_artifact(path: Path, artifact_path: str | None = None) -> None:
     import mlflow
 
     mlflow.log_artifact(str(path), artifact_path)
-
-
-# --------------------------------------------------------------------------------------------------- registry
-
-CHALLENGER = "challenger"
-CHAMPION = "champion"
-MODEL_ARTIFACT_PATH = "model"
-# MLflow error codes of a store or server that failed, not of a bad request: worth a retry. MLflow reports a failed
-# HTTP request and a server error as INTERNAL_ERROR, its default code, so a rare non-infrastructure error with
-# that code is retried too: a bounded cost, against never retrying an unreachable server.
-_TRANSIENT_CODES = frozenset({"INTERNAL_ERROR", "TEMPORARILY_UNAVAILABLE", "IO_ERROR", "SERVICE_UNDER_MAINTENANCE",
-                              "DEADLINE_EXCEEDED", "REQUEST_LIMIT_EXCEEDED", "RESOURCE_EXHAUSTED"})
-
-
-@dataclass(frozen=True)
-class ModelVersionInfo:
-    """One version of a registered model.
-
-    Attributes:
-        name: the registered model's name.
-        version: its version number (1, 2, ...).
-        run_id: the run that logged the files and the metrics; ``None`` for a version registered without one.
-        source: where the version's files lie (``<run artifact root>/model`` for versions registered here).
-        aliases: the aliases pointing at this version, sorted.
-        tags: the version's tags (``git_commit``, ``data_hash``, ``model_kind``, ...).
-        metrics: the run's latest metric values (``rl.gflops_median``, ...); empty without a run.
-    """
-
-    name: str
-    version: int
-    run_id: str | None
-    source: str
-    aliases: tuple[str, ...] = ()
-    tags: Mapping[str, str] = field(default_factory=dict)
-    metrics: Mapping[str, float] = field(default_factory=dict)
-
-
-@contextlib.contextmanager
-def _infra_faults(action: str, uri: str) -> Iterator[None]:
-    """Re-raise a failure of the store or server as ``TrackingInfraError``; any other error passes unchanged."""
-    from mlflow.exceptions import MlflowException
-
-    try:
-        yield
-    except MlflowException as e:
-        if e.error_code not in _TRANSIENT_CODES:
-            raise
-        raise TrackingInfraError(f"{action}: the tracking store {uri} failed ({e.error_code}: {e.message}); "
-                                 "check that it is reachable (MLFLOW_TRACKING_URI) and run again") from e
-    except (ConnectionError, TimeoutError) as e:
-        raise TrackingInfraError(f"{action}: cannot reach the tracking store {uri} ({e}); check "
-                                 "MLFLOW_TRACKING_URI and run again") from e
-
-
-def _client(uri: str) -> Any:
-    _quiet_env()
-    from mlflow import MlflowClient
-
-    return MlflowClient(tracking_uri=uri)
-
-
-def _version_info(client: Any, mv: Any) -> ModelVersionInfo:
-    metrics = dict(client.get_run(mv.run_id).data.metrics) if mv.run_id else {}
-    return ModelVersionInfo(name=mv.name, version=int(mv.version), run_id=mv.run_id or None, source=mv.source,
-                            aliases=tuple(sorted(mv.aliases or ())), tags=dict(mv.tags or {}), metrics=metrics)
-
-
-def _ensure_registered_model(client: Any, name: str) -> None:
-    from mlflow.exceptions import MlflowException
-
-    try:
-        client.get_registered_model(name)
-    except MlflowException as e:
-        if e.error_code != "RESOURCE_DOES_NOT_EXIST":
-            raise
-        try:
-            client.create_registered_model(name, description="RL-trained DGEMM policy; aliases: champion "
-                                                              "(serving) and challenger (newest)")
-        except MlflowException as race:  # another registration created it meanwhile
-            if race.error_code not in ("RESOURCE_ALREADY_EXISTS", "ALREADY_EXISTS"):
-                raise
-
-
-def register_model_version(model_dir: Path, metrics: Mapping[str, float], report: Mapping[str, Any], name: str,
-                           tags: Mapping[str, str], tracking_uri: str | None = None) -> ModelVersionInfo:
-    """Log a model folder and its evaluation as a ``register`` run and create a version of ``name`` from it.
-
-    The folder's files go to the run's artifacts under ``model/``; the version's source is that artifact folder
-    (no MLflow flavor: nothing is loaded). The run gets ``metrics`` and the report itself (``eval_report.json``);
-    run and version get ``tags`` (the provenance tags ``git_commit``, ``data_hash``, ``model_kind``, ``model_hash``
-    of ``hpcrl_core.provenance.model_tags``, plus e.g. ``prefect_flow_run_id``). Sets no alias.
-
-    Args:
-        model_dir: a saved Hugging Face model or LoRA adapter folder.
-        metrics: the report's flat metrics (``hpcrl_core.evaluation.promotion.report_metrics``).
-        report: the evaluation report, logged as it is.
-        name: the registered model; created when missing.
-        tags: tags for run and version.
-        tracking_uri: the store; default ``MLFLOW_TRACKING_URI`` or the local SQLite store.
-
-    Raises:
-        ConfigError: ``model_dir`` is not a folder (checked before anything is logged).
-        TrackingInfraError: the store failed.
-    """
-    if not model_dir.is_dir():
-        raise ConfigError(f"model_dir: {model_dir} does not exist; pass a saved Hugging Face model or LoRA adapter "
-                          "folder (--model checkpoints/rl_dgemm/final)")
-    uri = _resolve_uri(tracking_uri)
-    version_tags = {"git_commit": git_commit(), **tags}
-    params = {"model_dir": str(model_dir), "registered_model": name}
-    with _infra_faults(f"registering {model_dir} as {name}", uri), \
-            _tracked_run("register", params, version_tags, uri) as run:
-        import mlflow
-
-        mlflow.log_artifacts(str(model_dir), MODEL_ARTIFACT_PATH)
-        log_metrics(metrics)
-        log_dict(dict(report), "eval_report.json")
-        client = _client(uri)
-        _ensure_registered_model(client, name)
-        mv = client.create_model_version(name, mlflow.get_artifact_uri(MODEL_ARTIFACT_PATH),
-                                         run_id=run.info.run_id, tags=version_tags)
-    return ModelVersionInfo(name=name, version=int(mv.version), run_id=run.info.run_id, source=mv.source,
-                            tags=version_tags, metrics=dict(metrics))
-
-
-def find_version(name: str, tag: str, value: str, tracking_uri: str | None = None) -> ModelVersionInfo | None:
-    """The newest version of ``name`` whose tag ``tag`` equals ``value``; None when none (or no such model).
-
-    Raises:
-        TrackingInfraError: the store failed.
-    """
-    uri = _resolve_uri(tracking_uri)
-    with _infra_faults(f"searching versions of {name}", uri):
-        client = _client(uri)
-        found = [mv for mv in client.search_model_versions(f"name='{name}'") if (mv.tags or {}).get(tag) == value]
-        if not found:
-            return None
-        return _version_info(client, max(found, key=lambda mv: int(mv.version)))
-
-
-def get_version(name: str, version: int, tracking_uri: str | None = None) -> ModelVersionInfo:
-    """A registered model version with its aliases, tags and its run's metrics.
-
-    Raises:
-        TrackingInfraError: the store failed.
-    """
-    uri = _resolve_uri(tracking_uri)
-    with _infra_faults(f"reading {name} version {version}", uri):
-        client = _client(uri)
-        return _version_info(client, client.get_model_version(name, str(version)))
-
-
-def get_alias(name: str, alias: str, tracking_uri: str | None = None) -> ModelVersionInfo | None:
-    """The version ``alias`` points at (e.g. the current ``champion``), or ``None`` when the registered model or
-    the alias does not exist.
-
-    Raises:
-        TrackingInfraError: the store failed.
-    """
-    from mlflow.exceptions import MlflowException
-
-    uri = _resolve_uri(tracking_uri)
-    with _infra_faults(f"reading alias {alias} of {name}", uri):
-        client = _client(uri)
-        try:
-            registered = client.get_registered_model(name)
-        except MlflowException as e:
-            if e.error_code == "RESOURCE_DOES_NOT_EXIST":
-                return None
-            raise
-        version = (registered.aliases or {}).get(alias)
-        if version is None:
-            return None
-        return _version_info(client, client.get_model_version(name, str(version)))
-
-
-def set_alias(name: str, alias: str, version: int, tracking_uri: str | None = None) -> None:
-    """Point ``alias`` of ``name`` at ``version`` (moving it from any other version).
-
-    Raises:
-        TrackingInfraError: the store failed.
-    """
-    uri = _resolve_uri(tracking_uri)
-    with _infra_faults(f"setting alias {alias} of {name} to version {version}", uri):
-        _client(uri).set_registered_model_alias(name, alias, str(version))

@@ -17,10 +17,11 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from hpcrl_core import tracking
+from hpcrl_core import registry
 from hpcrl_core.config import RegistryParams
+from hpcrl_core.errors import TrackingInfraError
 from hpcrl_core.evaluation import promotion
-from hpcrl_core.tracking import ModelVersionInfo, TrackingInfraError
+from hpcrl_core.registry import ModelVersionInfo
 from tasks.retries import retry_on
 
 _STORE = {"retries": 2, "retry_delay_seconds": 10, "retry_condition_fn": retry_on(TrackingInfraError),
@@ -34,25 +35,25 @@ def read_eval_report(path: Path, policy: RegistryParams) -> dict[str, Any]:
 
 @task(**_STORE)
 def find_version(name: str, tag: str, value: str) -> ModelVersionInfo | None:
-    return tracking.find_version(name, tag, value)
+    return registry.find_version(name, tag, value)
 
 
 @task(**_STORE)
 def register_model_version(model_dir: Path, metrics: dict[str, float], report: dict[str, Any], name: str,
                            tags: dict[str, str]) -> ModelVersionInfo:
-    return tracking.register_model_version(model_dir, metrics, report, name, tags)
+    return registry.register_model_version(model_dir, metrics, report, name, tags)
 
 
 @task(**_STORE)
 def get_alias(name: str, alias: str) -> ModelVersionInfo | None:
-    return tracking.get_alias(name, alias)
+    return registry.get_alias(name, alias)
 
 
 @task(**_STORE)
 def set_alias(name: str, alias: str, version: int) -> None:
-    tracking.set_alias(name, alias, version)
+    registry.set_alias(name, alias, version)
 
 
 @task(**_STORE)
 def get_version(name: str, version: int) -> ModelVersionInfo:
-    return tracking.get_version(name, version)
+    return registry.get_version(name, version)

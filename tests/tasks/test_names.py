@@ -60,9 +60,9 @@ def test_a_task_is_named_after_the_core_function_it_wraps(module: ModuleType, ta
 
 
 def test_the_scan_sees_a_misnamed_task() -> None:
-    import hpcrl_core.tracking as tracking
+    import hpcrl_core.registry as registry
 
     def set_champion(name: str) -> None:
-        tracking.set_alias(name, "champion", 1)
+        registry.set_alias(name, "champion", 1)
 
-    assert wrapped_calls(set_champion, {"tracking": tracking}) == ["hpcrl_core.tracking.set_alias"]
+    assert wrapped_calls(set_champion, {"registry": registry}) == ["hpcrl_core.registry.set_alias"]
