@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import secrets
 import socket
 import subprocess
 import sys
@@ -44,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from flows.deploy import POOLS
+from flows.serve_s3 import BUCKETS, REGION, ensure_buckets, s3_buckets, s3_keys
 from flows.service import (
     ServeError,
     Service,
@@ -65,7 +65,6 @@ from hpcrl_core.runtime_env import ROOT
 
 __all__ = ["ServeError", "healthy", "main", "start", "status", "stop", "terminate"]
 
-BUCKETS = ("hpcrl", "hpcrl-mlflow", "hpcrl-dvc")  # infra/lab_init.py creates the same three in a lab
 MLFLOW_BUCKET, DVC_BUCKET = "hpcrl-mlflow", "hpcrl-dvc"
 S3, MLFLOW, SERVER, AGENT = (Service("s3", b"rclone"), Service("mlflow", b"mlflow"), Service("server", b"prefect"),
                              Service("agent", b"flows.cli"))
@@ -75,7 +74,6 @@ STOP_ORDER = (AGENT, *WORKERS, SERVER, MLFLOW, S3)  # each before what it talks 
 LEGACY = (Service("worker", b"prefect"),)
 ENV_FILE = ROOT / "serve.env"
 ENV_HEADER = "# written by `make serve` (python -m flows.serve start): the local stack. Load it: set -a; . ./serve.env"
-REGION = "us-east-1"
 
 
 @dataclass(frozen=True)
@@ -89,63 +87,10 @@ def serve_dir() -> Path:
     return Path(os.environ["PREFECT_HOME"]).expanduser() / "serve"
 
 
-def _s3_keys(d: Path) -> tuple[str, str]:
-    """The local S3 server's keys, made on first start (random, 0600) and kept, so that data and serve.env stay
-    valid across restarts."""
-    path = d / "s3.keys"
-    if not path.exists():
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(f"hpcrl{secrets.token_hex(10)} {secrets.token_hex(20)}\n")
-    key, secret = path.read_text().split()
-    return key, secret
-
-
 def _check_port(port: int, what: str, make_var: str) -> None:
     if not port_free(port):
         raise ServeError(f"port {port} ({what}) is already taken by a program `make serve` did not start; stop it "
                          f"or pick another port: make serve {make_var}={port + 1}")
-
-
-def _s3_client(env: Mapping[str, str]) -> Any:
-    import boto3
-    from botocore.config import Config
-
-    return boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"], region_name=env.get("AWS_DEFAULT_REGION", REGION),
-                        aws_access_key_id=env["AWS_ACCESS_KEY_ID"], aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
-                        config=Config(connect_timeout=5, read_timeout=20, retries={"max_attempts": 2}))
-
-
-def s3_buckets(env: Mapping[str, str]) -> set[str]:
-    """The buckets on the S3 server of ``env`` (``AWS_ENDPOINT_URL`` and keys). Raises ``ServeError`` naming the cause
-    when the server is unreachable or refuses the credentials."""
-    from botocore.exceptions import ClientError, EndpointConnectionError
-
-    endpoint = env["AWS_ENDPOINT_URL"]
-    try:
-        return {b["Name"] for b in _s3_client(env).list_buckets().get("Buckets", [])}
-    except EndpointConnectionError as exc:
-        raise ServeError(f"the S3 server at {endpoint} cannot be reached ({exc})") from exc
-    except ClientError as exc:
-        code = exc.response.get("Error", {}).get("Code", "?")
-        raise ServeError(f"the S3 server at {endpoint} refuses the credentials ({code}): check AWS_ACCESS_KEY_ID and "
-                         f"AWS_SECRET_ACCESS_KEY (key id {env['AWS_ACCESS_KEY_ID']!r})") from exc
-
-
-def ensure_buckets(env: Mapping[str, str], buckets: tuple[str, ...] = BUCKETS) -> list[str]:
-    """Create the missing ``buckets`` on the S3 server of ``env``; returns those created (``ServeError`` as
-    ``s3_buckets``)."""
-    from botocore.exceptions import ClientError
-
-    s3, created = _s3_client(env), []
-    for bucket in sorted(set(buckets) - s3_buckets(env)):
-        try:
-            s3.create_bucket(Bucket=bucket)
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") not in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"):
-                raise ServeError(f"cannot create bucket {bucket} at {env['AWS_ENDPOINT_URL']}: {exc}") from exc
-        created.append(bucket)
-    return created
 
 
 class _Start:
@@ -193,7 +138,7 @@ class _Start:
             (self.d / "s3.external").write_text(f"{endpoint}\n")
         else:
             (self.d / "s3.external").unlink(missing_ok=True)
-            key, secret = _s3_keys(self.d)
+            key, secret = s3_keys(self.d)
             (self.d / "s3").mkdir(exist_ok=True)
             endpoint = self.url(S3, f"http://127.0.0.1:{self.ports.s3}")
             port = int(endpoint.rsplit(":", 1)[1])
