@@ -27,6 +27,7 @@ import numpy as np
 import torch
 from transformers import PreTrainedTokenizerBase
 
+from hpcrl_core.errors import ConfigError, DataError
 from hpcrl_core.evaluation.generate import render_prompts
 
 
@@ -45,14 +46,15 @@ def verdict_token_ids(tokenizer: PreTrainedTokenizerBase) -> tuple[list[int], li
     """The vocabulary ids whose text can open a "yes" answer and those that can open a "no" answer.
 
     Raises:
-        ValueError: the vocabulary has no token that opens one of the two words.
+        ConfigError: the vocabulary has no token that opens one of the two words (the model cannot be scored).
     """
     pieces = [str(tokenizer.decode([i])) for i in range(len(tokenizer))]
     yes = [i for i, p in enumerate(pieces) if opens_with(p, "yes")]
     no = [i for i, p in enumerate(pieces) if opens_with(p, "no")]
     if not yes or not no:
-        raise ValueError(f"the tokenizer has {len(yes)} tokens that open 'yes' and {len(no)} that open 'no'; "
-                         "a verdict score needs both")
+        raise ConfigError(f"the tokenizer {getattr(tokenizer, 'name_or_path', '')!r} has {len(yes)} tokens that open "
+                          f"'yes' and {len(no)} that open 'no'; a verdict score needs both: pass a model whose "
+                          "vocabulary can write both words")
     return yes, no
 
 
@@ -78,14 +80,15 @@ def roc_auc(scores: Sequence[float], racy: Sequence[bool]) -> float:
     """P(score of a random racy program > score of a random race-free one), ties counted half.
 
     Raises:
-        ValueError: lengths differ, or one of the two classes is empty.
+        ValueError: lengths differ (a caller's bug).
+        DataError: one of the two classes is empty (the items cannot be ranked).
     """
     s, y = np.asarray(scores, float), np.asarray(racy, bool)
     if len(s) != len(y):
         raise ValueError(f"{len(s)} scores for {len(y)} labels")
     pos, neg = s[y], s[~y]
     if not len(pos) or not len(neg):
-        raise ValueError(f"AUC needs racy and race-free programs; got {len(pos)} racy, {len(neg)} race-free")
+        raise DataError(f"AUC needs racy and race-free programs; got {len(pos)} racy, {len(neg)} race-free")
     greater = (pos[:, None] > neg[None, :]).sum()
     ties = (pos[:, None] == neg[None, :]).sum()
     return float((greater + 0.5 * ties) / (len(pos) * len(neg)))

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from hpcrl_core.errors import ConfigError, DataError
 from hpcrl_core.evaluation.race_scores import (
     best_threshold_f1,
     opens_with,
@@ -29,7 +30,7 @@ def test_auc_counts_pairs_and_half_ties() -> None:
     assert roc_auc([5, 4, 1, 0], [True, True, False, False]) == 1.0
     assert roc_auc([0, 1, 4, 5], [True, True, False, False]) == 0.0
     assert roc_auc([2, 2, 2, 2], [True, False, True, False]) == 0.5
-    with pytest.raises(ValueError, match="racy and race-free"):
+    with pytest.raises(DataError, match="racy and race-free"):
         roc_auc([1, 2], [True, True])
     with pytest.raises(ValueError, match="3 scores for 2 labels"):
         roc_auc([1, 2, 3], [True, False])
@@ -94,3 +95,24 @@ def test_the_score_is_the_log_ratio_of_yes_and_no_openings() -> None:
     prompts = [[{"role": "user", "content": "Does it race?"}], [{"role": "user", "content": "int x;\n" * 40}]]
     scores = verdict_scores(model, tok, prompts)
     assert scores == pytest.approx([math.log(3.0)] * 2, abs=1e-5)
+
+
+class _Vocabulary:
+    """A stand-in tokenizer whose vocabulary is the given token texts."""
+
+    name_or_path = "stand-in"
+
+    def __init__(self, pieces: list[str]) -> None:
+        self.pieces = pieces
+
+    def __len__(self) -> int:
+        return len(self.pieces)
+
+    def decode(self, ids: list[int]) -> str:
+        return "".join(self.pieces[i] for i in ids)
+
+
+def test_a_vocabulary_that_cannot_write_both_words_is_refused_by_name() -> None:
+    assert verdict_token_ids(_Vocabulary(["a", "ye", "n", "x"])) == ([1], [2])  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="'stand-in' has 1 tokens that open 'yes' and 0 that open 'no'"):
+        verdict_token_ids(_Vocabulary(["a", " yes", "none", "x"]))  # type: ignore[arg-type]
