@@ -46,7 +46,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     from flows.serve import format_services, serve_dir, server_url, service_health
-    from tasks.agents_backend import api_url, check_server, read_agents
+    from tasks.agents_server import api_url, check_server, read_agents
 
     services = service_health() if serve_dir().is_dir() else []
     running = [s for s in services if s["pid"] is not None]

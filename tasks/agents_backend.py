@@ -35,13 +35,9 @@ import asyncio
 import contextlib
 import dataclasses
 import hashlib
-import json
 import math
-import os
 import threading
 import time
-import urllib.error
-import urllib.request
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -53,38 +49,13 @@ from hpcrl_core.bench.executor import map_in_order, measure_again, register_back
 from hpcrl_core.bench.extract import extract_code, normalise_code
 from hpcrl_core.bench.result import BenchResult, Status, failure
 from hpcrl_core.config import BenchParams, Settings
-from hpcrl_core.errors import BenchInfraError, ConfigError
-from tasks.bench_agent import HEARTBEAT_S, STALE_AFTER, VARIABLE_PREFIX, agent_task, result_storage
+from hpcrl_core.errors import BenchInfraError
+from tasks.agents_server import api_url, check_server, read_agents
+from tasks.bench_agent import HEARTBEAT_S, agent_task, result_storage
 
 FINAL_OK = "COMPLETED"
 SLACK_S = 30.0  # slot waits, delivery and result storage on top of a kernel's own timeouts
 MEMO_SIZE = 50_000  # figures this process keeps by request key (a few hundred bytes each)
-
-
-def api_url() -> str:
-    """The Prefect server's API URL from ``PREFECT_API_URL``.
-
-    Raises:
-        ConfigError: it is not set.
-    """
-    url = os.environ.get("PREFECT_API_URL", "").rstrip("/")
-    if not url:
-        raise ConfigError("the agents backend needs a Prefect server: set PREFECT_API_URL (`make serve` writes it to "
-                          "serve.env: `set -a; . ./serve.env; set +a`)")
-    return url
-
-
-def check_server(url: str, timeout_s: float = 5.0) -> None:
-    """Raises ``BenchInfraError`` naming ``url`` when the server does not answer its health check."""
-    try:
-        with urllib.request.urlopen(f"{url}/health", timeout=timeout_s) as response:
-            if response.status == 200:
-                return
-            reason = f"HTTP {response.status}"
-    except (urllib.error.URLError, OSError, TimeoutError) as err:
-        reason = str(getattr(err, "reason", err))
-    raise BenchInfraError(f"the Prefect server at {url} does not answer ({reason}); start it (`make serve`) or "
-                          "fix PREFECT_API_URL")
 
 
 def request_key(code: str, n: int, cores_per_slot: int, bench: BenchParams) -> str:
@@ -94,22 +65,6 @@ def request_key(code: str, n: int, cores_per_slot: int, bench: BenchParams) -> s
         h.update(part.encode("utf-8", "surrogatepass"))
         h.update(b"\0")
     return h.hexdigest()
-
-
-def read_agents(client: Any) -> list[dict[str, Any]]:
-    """Every agent heartbeat the server holds, live or not, each with ``age_s`` and ``live`` added."""
-    now = time.time()
-    out = []
-    for var in client.read_variables(limit=None):
-        if not var.name.startswith(VARIABLE_PREFIX):
-            continue
-        try:
-            record = json.loads(var.value) if isinstance(var.value, str) else dict(var.value)
-        except (TypeError, ValueError):
-            continue
-        age = now - float(record.get("last_heartbeat", 0))
-        out.append({**record, "age_s": age, "live": age < STALE_AFTER * HEARTBEAT_S})
-    return out
 
 
 def kernel_budget_s(bench: BenchParams) -> float:

@@ -163,7 +163,7 @@ def serve_agent(bench: BenchParams, settings: Settings, slots: int, cores: Seque
     """
     from prefect.task_worker import serve
 
-    from tasks.agents_backend import api_url, check_server
+    from tasks.agents_server import api_url, check_server
 
     url = api_url()
     check_server(url)
