@@ -10,7 +10,8 @@ folder is reused only if its recorded settings (RL, reward and evaluation params
 invocation's. Per variant it reports the mean and spread (population std over all runs) of the RL verified rate,
 median GFLOPS of verified kernels, its ratio to SFT's, the best GFLOPS and WinRate vs SFT; the oracle yardstick
 (oracle ratio of RL and SFT, RL's on problems permitting 4-5 techniques, headroom closed, best vs numpy, distinct
-kernels); and per run whether it meets issue 24's bars (``meets_bars``).
+kernels); and per run when its training first sampled a fast kernel and whether it kept it
+(``hpcrl_core/evaluation/discovery.py``) and whether it meets issue 24's bars (``missed_bars``).
 Variants: ``sqd`` = params.yaml as is; ``nosqd`` = ``rl_dgemm.sqd.enabled: false`` (problems keep their
 generated stage); ``share`` = ``reward.duplicate_penalty`` set to ``--share-penalty`` (docs/sqd.md, "Duplicate
 sharing"); ``noshare`` = ``reward.duplicate_penalty: 0`` (params.yaml shares duplicates by default).
@@ -26,6 +27,7 @@ rl_dgemm.max_steps RL steps plus one evaluation, each further SFT seed one SFT t
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import sys
@@ -38,7 +40,9 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.doc_sections import write_section  # noqa: E402
 from hpcrl_core.config import Params, Settings, load_params  # noqa: E402
+from hpcrl_core.errors import DataError  # noqa: E402
 from hpcrl_core.evaluation.dgemm import evaluate_dgemm  # noqa: E402
+from hpcrl_core.evaluation.discovery import Discovery, describe, discovery  # noqa: E402
 from hpcrl_core.evaluation.report import samples_path_for, write_report, write_samples  # noqa: E402
 from hpcrl_core.training.rl import run_rl  # noqa: E402
 from hpcrl_core.training.sft import run_sft  # noqa: E402
@@ -115,6 +119,8 @@ def one_run(params: Params, variant: str, seed: int, out: Path, data: Path, sft:
     report, rows = evaluate_dgemm({"sft": sft, "rl": Path(trained["final_dir"])}, data, p, Settings(),
                                   progress=print)
     report["meta"]["rl_run"] = {k: v for k, v in trained.items() if isinstance(v, int | float | str)}
+    history = json.loads((Path(trained["final_dir"]) / "log_history.json").read_text())
+    report["meta"]["rl_run"]["discovery"] = dataclasses.asdict(discovery(history))
     report["meta"]["settings"] = settings
     report["meta"]["sft_seed"], report["meta"]["rl_seed"] = sft_seed, seed
     write_samples(rows, samples_path_for(report_path))
@@ -202,9 +208,24 @@ def headroom_line(results: dict[str, list[dict[str, Any]]]) -> list[str]:
     return lines
 
 
+def training_found(report: dict[str, Any]) -> str:
+    """When the run's training first sampled a kernel of 0.8x numpy and whether it kept it
+    (``hpcrl_core/evaluation/discovery.py``): recorded in the report, else read from the run's final folder; "-"
+    when neither is there."""
+    run = report["meta"].get("rl_run", {})
+    if "discovery" in run:
+        return describe(Discovery(**run["discovery"]))
+    history = Path(run.get("final_dir") or "/nonexistent") / "log_history.json"
+    try:
+        return describe(discovery(json.loads(history.read_text())))
+    except (OSError, DataError):
+        return "-"
+
+
 def per_run(results: dict[str, list[dict[str, Any]]]) -> list[str]:
     lines = ["| variant | SFT seed | RL seed | SFT verified | RL verified | points | SFT median | RL median | RL/SFT "
-             "| WinRate | promotions | issue 24 bars |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "| WinRate | promotions | fast kernel in training | issue 24 bars |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     for variant, reports in results.items():
         for r in reports:
             rl, sft = r["rl"], r["sft"]
@@ -216,7 +237,8 @@ def per_run(results: dict[str, list[dict[str, Any]]]) -> list[str]:
                          f"{sft['verified_rate']:.1%} | {rl['verified_rate']:.1%} | "
                          f"{100 * (rl['verified_rate'] - sft['verified_rate']):+.1f} | {sft['gflops_median']:.2f} | "
                          f"{rl['gflops_median']:.2f} | {shown} | {rl['winrate_vs_sft']:.3f} | "
-                         f"{run.get('promotions', '-')} | {'met' if not missed else 'missed: ' + '; '.join(missed)} |")
+                         f"{run.get('promotions', '-')} | {training_found(r)} | "
+                         f"{'met' if not missed else 'missed: ' + '; '.join(missed)} |")
     return lines
 
 

@@ -5,6 +5,7 @@ No retries: sampling is seeded and a failed benchmark infrastructure raises a ty
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,8 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from hpcrl_core.config import Params, Settings
-from hpcrl_core.evaluation import dgemm, plots
+from hpcrl_core.errors import DataError
+from hpcrl_core.evaluation import dgemm, discovery, plots
 from hpcrl_core.evaluation.report import samples_path_for, write_report, write_samples
 from tasks import agents_backend  # noqa: F401  registers the agents backend (HPCRL_BENCH_BACKEND=agents)
 
@@ -31,9 +33,17 @@ def evaluate_dgemm(models: dict[str, Path], data_dir: Path, params: Params, repo
 
 @task(cache_policy=NO_CACHE)
 def plot_training_curves(log_history: Path, out: Path) -> bool:
-    """Plot reward and GFLOPS over the RL steps when the run left its log history; False when it did not."""
+    """Plot reward and GFLOPS over the RL steps when the run left its log history, and log when it first sampled a
+    fast kernel (``hpcrl_core/evaluation/discovery.py``); False when there is no history."""
     if not log_history.is_file():
         get_run_logger().warning("%s is missing; no training-curve plot", log_history)
         return False
-    plots.plot_training_curves(json.loads(log_history.read_text()), out)
+    history = json.loads(log_history.read_text())
+    plots.plot_training_curves(history, out)
+    with contextlib.suppress(DataError):  # a history without the reward's figures has no discovery to tell
+        found = discovery.discovery(history)
+        get_run_logger().info("RL training: a kernel of %.1fx numpy or faster sampled %s; %s (best %.2fx, last "
+                              "steps %.2fx)", discovery.THRESHOLD,
+                              "never" if found.first_step is None else f"first at step {found.first_step}",
+                              found.verdict, found.best, found.tail_best)
     return True

@@ -19,6 +19,7 @@ from benchmarks.experiments_dgemm import (
     settings_differences,
     sft_policy,
     table,
+    training_found,
     variant_params,
     yardstick_table,
 )
@@ -63,8 +64,8 @@ def test_tables_show_mean_spread_and_each_run() -> None:
     summary = table(results)
     assert summary[2].startswith("| sqd | 2 | 0.775 ± 0.075 | 0.8 ± 0 | 13 ± 7 | 6.5 ± 3.5 |")
     rows = per_run(results)
-    assert rows[2] == "| sqd | 1234 | 1 | 80.0% | 85.0% | +5.0 | 2.00 | 20.00 | 10.00x | 0.750 | 7 | met |"
-    assert rows[3].startswith("| sqd | 7 | 2 | 80.0% | 70.0% | -10.0 | 2.00 | 6.00 | 3.00x | 0.750 | 7 | missed: ")
+    assert rows[2] == "| sqd | 1234 | 1 | 80.0% | 85.0% | +5.0 | 2.00 | 20.00 | 10.00x | 0.750 | 7 | - | met |"
+    assert rows[3].startswith("| sqd | 7 | 2 | 80.0% | 70.0% | -10.0 | 2.00 | 6.00 | 3.00x | 0.750 | 7 | - | missed: ")
     assert headroom_line(results) == ["- sqd: mean headroom closed over 1 runs: 0.500 (meets 0.5)"]
     results["sqd"][1]["rl"]["headroom_closed"] = 0.3
     assert headroom_line(results) == ["- sqd: mean headroom closed over 2 runs: 0.400 (below 0.5)"]
@@ -113,3 +114,23 @@ def test_variants_change_only_what_they_name() -> None:
     assert noshare.reward.model_copy(update={"duplicate_penalty": params.reward.duplicate_penalty}) == params.reward
     with pytest.raises(SystemExit, match="unknown variant 'x'; allowed: sqd, nosqd, share, noshare"):
         variant_params(params, "x", 3, None)
+
+
+def test_the_fast_kernel_column_reads_the_record_or_the_run_folder(tmp_path: Path) -> None:
+    import json
+
+    from tests.evaluation.test_discovery import history
+
+    r = _good()
+    assert training_found(r) == "-"  # neither a record nor a folder
+    final = tmp_path / "rl" / "final"
+    final.mkdir(parents=True)
+    (final / "log_history.json").write_text(json.dumps(history([10.0] * 12 + [45.0] * 8)))
+    r["meta"]["rl_run"]["final_dir"] = str(final)
+    assert training_found(r) == "late (step 13, best 0.90x)"
+    r["meta"]["rl_run"]["discovery"] = {"steps": 300, "best": 0.64, "first_step": None, "tail_best": 0.6,
+                                        "verdict": "never"}
+    assert training_found(r) == "never (best 0.64x)"  # the record wins over the folder
+    (final / "log_history.json").write_text(json.dumps([{"step": 1, "loss": 0.2}]))
+    del r["meta"]["rl_run"]["discovery"]
+    assert training_found(r) == "-"  # a history without the reward's figures
