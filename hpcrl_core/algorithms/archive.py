@@ -134,6 +134,12 @@ class QDArchive:
         held = [e for (p, _), e in self._elites.items() if p == pid]
         return max(held, key=lambda e: e.gflops, default=None)
 
+    def best_within(self, pid: str, permitted: Iterable[Technique | str]) -> Elite | None:
+        """The fastest kernel of a problem whose techniques are all in ``permitted``, or None when it has none."""
+        allowed = parse_techniques(str(t) for t in permitted)
+        held = [e for (p, techs), e in self._elites.items() if p == pid and techs <= allowed]
+        return max(held, key=lambda e: e.gflops, default=None)
+
     def niches(self) -> list[Elite]:
         """The filled niches' elites, by problem (in the archive's order), then by technique combination."""
         row = {pid: i for i, pid in enumerate(self._ids)}

@@ -1,11 +1,14 @@
 """Assemble TRL's GRPOTrainer for the ``rl_dgemm`` stage: the SFT policy, SQD prompts, benchmark rewards.
 
-No maths here. ``SQDGRPOTrainer`` subclasses GRPOTrainer at two hooks only:
+No maths here. ``SQDGRPOTrainer`` subclasses GRPOTrainer at three hooks only:
 
 - ``_generate_and_score_completions``: before generating, each row's prompt and permitted set are re-rendered at
   the stage the curriculum picks for its problem's visit (``visit_stage``: the current SQD stage, or an earlier
   one for a replay; the dataset holds one row per problem, the curriculum owns the stage) and the row carries that
   ``stage``; after scoring, the curriculum and archive statistics are logged for the step.
+- ``_generate_single_turn``: with ``rl_dgemm.elite_replay`` > 0, in that share of the visits the last completion
+  of the group is replaced by the archive's fastest kernel of the problem that the visit permits (``plan_elites``):
+  a kernel RL found stays in its groups, trained on with its measured reward like a sample (docs/sqd.md).
 - ``_save_checkpoint``: the curriculum state and the quality-diversity archive are written into ``checkpoint-N``
   *before* TRL writes ``trainer_state.json`` there, so a checkpoint that counts as complete
   (``checkpoints.last_checkpoint``) always carries them; a resumed run loads them back.
@@ -24,6 +27,7 @@ Test: ``pytest tests/training/test_rl.py``.
 
 from __future__ import annotations
 
+import random
 import statistics
 import sys
 from collections import defaultdict
@@ -33,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from datasets import Dataset
+from transformers import PreTrainedTokenizerBase
 from trl import GRPOConfig, GRPOTrainer
 
 from hpcrl_core.algorithms.archive import ARCHIVE_FILE, QDArchive
@@ -65,7 +70,7 @@ HEATMAP = "qd_archive.png"
 FINAL_DIR = "final"
 OWNED_FIELDS: dict[str, str] = {
     **{name: f"rl_dgemm.{name}" for name in RLDgemmParams.model_fields
-       if name not in ("trl", "warmup_ratio", "problems", "rewards", "sqd")},
+       if name not in ("trl", "warmup_ratio", "problems", "rewards", "sqd", "elite_replay")},
     "warmup_steps": "rl_dgemm.warmup_ratio",
     "output_dir": "the stage's output folder (checkpoints/rl_dgemm)",
     "report_to": "the flow (report_to argument)",
@@ -104,13 +109,17 @@ def grpo_config(rp: RLDgemmParams, output_dir: Path, report_to: list[str]) -> GR
 class Rollouts:
     """The reward functions' observer: feeds each group's rewards to the curriculum and verified kernels that
     respect their problem to the archive, and measures how varied each group's completions are (``stats``).
-    ``step`` is set by the trainer before each generation."""
+    ``step`` is set by the trainer before each generation, and ``injected``: the rows that are archive elites put
+    in place of a sample (``rl_dgemm.elite_replay``); those count for no promotion, archive entry or distinct
+    count."""
 
     curriculum: SQDCurriculum
     archive: QDArchive
     step: int = 0
     promotions: list[tuple[int, str, int]] = field(default_factory=list)  # (step, problem id, new stage)
     distinct: list[tuple[int, int]] = field(default_factory=list)  # the last batch: (distinct kernels, size) per group
+    injected: frozenset[int] = frozenset()  # rows of the next batch that are archive elites, not samples
+    elites: int = 0  # elites in the last batch
 
     def stats(self) -> dict[str, float]:
         """Exploration of the last batch: ``rollouts/distinct_per_group`` (mean count of distinct kernels in a
@@ -121,14 +130,19 @@ class Rollouts:
         if not self.distinct:
             return {}
         return {"rollouts/distinct_per_group": statistics.fmean(d for d, _ in self.distinct),
-                "rollouts/distinct_share": statistics.fmean(d / size for d, size in self.distinct)}
+                "rollouts/distinct_share": statistics.fmean(d / size for d, size in self.distinct),
+                "rollouts/elites": float(self.elites)}
 
     def __call__(self, completions: Sequence[str], results: Sequence[BenchResult], rewards: Sequence[float],
                  columns: dict[str, Sequence[Any]]) -> None:
         groups: dict[tuple[str, int], list[float]] = defaultdict(list)
         texts: dict[tuple[str, int], list[str]] = defaultdict(list)
         stages = columns.get("stage")
+        injected, self.injected = self.injected, frozenset()
+        self.elites = len(injected)
         for i, (code, res, reward) in enumerate(zip(completions, results, rewards, strict=True)):
+            if i in injected:  # an elite replayed from the archive: trained on, but not the policy's own sample
+                continue
             pid = str(columns["problem_id"][i])
             stage = self.curriculum.stage(pid) if stages is None else int(stages[i])
             groups[(pid, stage)].append(float(reward))
@@ -151,19 +165,39 @@ def _rendered(curriculum: SQDCurriculum, pid: str, stage: int) -> dict[str, Any]
 class SQDGRPOTrainer(GRPOTrainer):
     """GRPOTrainer whose prompts follow the SQD curriculum and whose checkpoints carry its state (see module)."""
 
-    def __init__(self, *args: Any, rollouts: Rollouts, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, rollouts: Rollouts, elite_replay: float = 0.0, seed: int = 0,
+                 **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.rollouts = rollouts
+        self.elite_replay, self.seed = elite_replay, seed
+        self._elites: dict[int, str] = {}  # planned for the generation under way: row -> elite completion text
+        self._elite_tokenizer: PreTrainedTokenizerBase = kwargs["processing_class"]
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         cur = self.rollouts.curriculum
         self.rollouts.step = int(self.state.global_step)
         stages = {pid: cur.visit_stage(pid) for pid in dict.fromkeys(x["problem_id"] for x in inputs)}
         staged = [{**x, **_rendered(cur, x["problem_id"], stages[x["problem_id"]])} for x in inputs]
+        training = bool(getattr(self.model, "training", False))
+        self._elites = plan_elites(staged, int(self.num_generations or 1), self.rollouts.archive, self.elite_replay,
+                                   (self.seed, self.rollouts.step)) if training else {}
+        self.rollouts.injected = frozenset(self._elites)
         out = super()._generate_and_score_completions(staged)
         for name, value in {**cur.stats(), **self.rollouts.archive.stats(), **self.rollouts.stats()}.items():
             self._log_metric(name, float(value))
         return out
+
+    def _generate_single_turn(self, prompt_ids: Any, images: Any, multimodal_fields: Any, num_generations: int,
+                              has_tool_images: bool = False) -> tuple[Any, Any]:
+        """TRL's generation, then the planned rows' completions replaced by their elites' tokens (and EOS)."""
+        completion_ids, logprobs = super()._generate_single_turn(prompt_ids, images, multimodal_fields,
+                                                                 num_generations, has_tool_images)
+        eos = self._elite_tokenizer.eos_token_id
+        for row, text in self._elites.items():
+            ids = self._elite_tokenizer(text, add_special_tokens=False)["input_ids"]
+            completion_ids[row] = [*ids[: int(self.max_completion_length or len(ids) + 1) - 1], eos]
+        self._elites = {}
+        return completion_ids, logprobs
 
     def _save_checkpoint(self, model: Any, trial: Any) -> None:
         folder = Path(self._get_output_dir(trial=trial)) / f"checkpoint-{self.state.global_step}"
@@ -171,6 +205,32 @@ class SQDGRPOTrainer(GRPOTrainer):
         self.rollouts.curriculum.save(folder / SQD_STATE)
         self.rollouts.archive.save(folder / ARCHIVE)
         super()._save_checkpoint(model, trial)
+
+
+def plan_elites(rows: Sequence[dict[str, Any]], group: int, archive: QDArchive, share: float,
+                key: tuple[int, int]) -> dict[int, str]:
+    """Which rows get an archive elite instead of a sample: the last row of a group (``group`` consecutive rows of
+    one problem, as TRL's sampler lays them out) in a share ``share`` of the groups, when the archive holds a kernel
+    of that problem whose techniques the row permits (the fastest such). The draw is a function of ``key`` (seed,
+    step) and the problem, so a resumed run replays the same visits.
+
+    Returns:
+        {row index: the elite's completion text}.
+    """
+    plan: dict[int, str] = {}
+    if share <= 0:
+        return plan
+    for start in range(0, len(rows) - group + 1, group):
+        members = rows[start:start + group]
+        pid = members[0]["problem_id"]
+        if any(m["problem_id"] != pid for m in members):
+            continue  # not a whole group: leave it as sampled
+        if random.Random(f"{key[0]}:{key[1]}:{pid}:{start}").random() >= share:
+            continue
+        elite = archive.best_within(pid, members[-1]["permitted"])
+        if elite is not None:
+            plan[start + group - 1] = elite.code
+    return plan
 
 
 def rl_dataset(curriculum: SQDCurriculum) -> Dataset:
@@ -232,8 +292,12 @@ def build_rl_trainer(params: Params, data_dir: Path, sft_dir: Path, output_dir: 
     ctx = RewardContext(params=params, executor=executor, reference=reference, observer=rollouts,
                         group_size=rp.num_generations)
     funcs = [factory(ctx) for factory in factories]
+    if rp.elite_replay > 0 and args.use_vllm:
+        raise ConfigError("rl_dgemm.elite_replay needs generation by transformers: vLLM's sampling log-probabilities "
+                          "would not match a replayed elite; set rl_dgemm.elite_replay: 0 or drop trl.use_vllm")
     trainer = SQDGRPOTrainer(model=model, reward_funcs=funcs, args=args, train_dataset=dataset,
-                             processing_class=tokenizer, rollouts=rollouts)
+                             processing_class=tokenizer, rollouts=rollouts, elite_replay=rp.elite_replay,
+                             seed=rp.seed)
     use_hpcrl_mlflow(trainer)
     return RLRun(trainer, rollouts, executor, funcs)
 

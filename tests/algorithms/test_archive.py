@@ -63,6 +63,17 @@ def test_each_technique_set_is_its_own_niche() -> None:
                                "archive/qd_score": pytest.approx(50.5), "archive/best_gflops": 40.0}
 
 
+def test_the_best_kernel_within_a_permitted_set() -> None:
+    archive = _filled()
+    within = archive.best_within
+    assert within(IDS[0], [T.SIMD, T.OPENMP, T.LOOP_REORDER]).code == "simd+omp"  # type: ignore[union-attr]
+    assert within(IDS[0], ["simd"]).code == "simd"  # type: ignore[union-attr]  # the faster one uses OpenMP
+    assert within(IDS[0], []).code == "plain"  # type: ignore[union-attr]
+    assert within(IDS[2], []) is None and within(IDS[1], list(T)) is None
+    with pytest.raises(ValueError):
+        within(IDS[0], ["warp_shuffle"])
+
+
 def test_the_32_combinations_are_distinct_subsets_with_distinct_labels() -> None:
     assert len(set(COMBINATIONS)) == 32 and COMBINATIONS[0] == frozenset() and len(COMBINATIONS[-1]) == 5
     assert len({combination_label(c) for c in COMBINATIONS}) == 32

@@ -23,7 +23,16 @@ from hpcrl_core.data.schema import write_jsonl
 from hpcrl_core.errors import ConfigError, DataError
 from hpcrl_core.models.tiny import build_tiny_model
 from hpcrl_core.models.tokenizer import save_tokenizer
-from hpcrl_core.training.rl import ARCHIVE, SQD_STATE, Rollouts, check_trl_options, grpo_config, rl_dataset, run_rl
+from hpcrl_core.training.rl import (
+    ARCHIVE,
+    SQD_STATE,
+    Rollouts,
+    check_trl_options,
+    grpo_config,
+    plan_elites,
+    rl_dataset,
+    run_rl,
+)
 from tests.conftest import FAST_BENCH
 from tests.models import TINY, sample_tokenizer
 
@@ -164,7 +173,8 @@ def test_rollouts_count_distinct_completions_per_group() -> None:
     assert stats["rollouts/distinct_per_group"] == 2.0  # (1 + 3) / 2
     assert stats["rollouts/distinct_share"] == (1 / 4 + 3 / 4) / 2
     rollouts(["p", "q"], [bad] * 2, [0.0] * 2, {"problem_id": [a, a], "stage": [0, 0], "permitted": [[], []]})
-    assert rollouts.stats() == {"rollouts/distinct_per_group": 2.0, "rollouts/distinct_share": 1.0}  # last batch
+    assert rollouts.stats() == {"rollouts/distinct_per_group": 2.0, "rollouts/distinct_share": 1.0,
+                                "rollouts/elites": 0.0}  # the last batch
 
 
 def test_dataset_rows_carry_the_current_stage_and_the_size_the_prompt_asks_for() -> None:
@@ -176,3 +186,71 @@ def test_dataset_rows_carry_the_current_stage_and_the_size_the_prompt_asks_for()
     by_id = {p.id: p for p in problems}
     assert [r["n"] for r in rows] == [by_id[r["problem_id"]].n for r in rows]  # the reward times the kernel there
     assert all(f"tune it for n = {r['n']}." in r["prompt"][-1]["content"] for r in rows)
+
+
+ELITE = ("// plan: naive\n```c\nvoid dgemm(int n, const double *A, const double *B, double *C) {\n"
+         "  for (int i = 0; i < n; i++)\n    for (int j = 0; j < n; j++) {\n      double s = 0.0;\n"
+         "      for (int k = 0; k < n; k++) s += A[i * n + k] * B[k * n + j];\n      C[i * n + j] = s;\n    }\n}\n```")
+
+
+def test_elites_replace_the_last_row_of_planned_groups_within_the_permitted_set() -> None:
+    ids = [p.id for p in make_problems("train", 0, 3)]
+    archive = QDArchive(ids)
+    archive.add(ids[0], [], 2.0, "plain", step=1, stage=0)
+    archive.add(ids[0], ["openmp"], 9.0, "omp", step=2, stage=1)
+    archive.add(ids[1], ["simd"], 5.0, "simd", step=3, stage=1)
+    rows = ([{"problem_id": ids[0], "permitted": ["openmp"]}] * 3 + [{"problem_id": ids[0], "permitted": []}] * 3
+            + [{"problem_id": ids[1], "permitted": []}] * 3 + [{"problem_id": ids[2], "permitted": ["simd"]}] * 3)
+    assert plan_elites(rows, 3, archive, 0.0, (1, 0)) == {}
+    # every group drawn: the fastest kernel its permitted set allows; none for a set nothing archived fits
+    assert plan_elites(rows, 3, archive, 1.0, (1, 0)) == {2: "omp", 5: "plain"}
+    # rows that do not fall into whole groups of one problem are left as sampled (ids0 ids0 ids1 | ids1 ids1 ids2 | ..)
+    assert plan_elites(rows[4:], 3, archive, 1.0, (1, 0)) == {}
+    # half the visits, drawn by seed, step and problem: the same key gives the same plan (a resume replays it)
+    many = [{"problem_id": ids[0], "permitted": []}] * 200
+    drawn = plan_elites(many, 2, archive, 0.5, (7, 3))
+    assert drawn == plan_elites(many, 2, archive, 0.5, (7, 3)) and 30 <= len(drawn) <= 70
+    assert drawn != plan_elites(many, 2, archive, 0.5, (7, 4))
+    assert set(drawn) <= set(range(1, 200, 2))
+
+
+def test_rollouts_leave_replayed_elites_out_of_promotion_archive_and_distinct_counts() -> None:
+    problems = make_problems("train", 0, 1)
+    cur = SQDCurriculum(problems, SQDParams(window=1, promote_reward=50.0), seed=0)
+    pid = problems[0].id
+    rollouts = Rollouts(cur, QDArchive(cur.problem_ids), step=4)
+    ok = BenchResult(Status.OK, n=32, gflops=30.0, techniques=())
+    slow = BenchResult(Status.OK, n=32, gflops=1.0, techniques=())
+    rollouts.injected = frozenset({2})
+    # the elite's reward (90) would promote the problem if counted: the samples' mean (10) does not
+    rollouts(["a", "b", "elite"], [slow, slow, ok], [10.0, 10.0, 90.0],
+             {"problem_id": [pid] * 3, "stage": [0] * 3, "permitted": [[]] * 3})
+    assert cur.stage(pid) == 0 and not rollouts.promotions
+    assert rollouts.archive.best(pid).code in ("a", "b")  # type: ignore[union-attr]
+    assert rollouts.stats()["rollouts/distinct_per_group"] == 2.0 and rollouts.stats()["rollouts/elites"] == 1.0
+    assert rollouts.injected == frozenset()  # one batch only
+    rollouts(["c"], [ok], [90.0], {"problem_id": [pid], "stage": [0], "permitted": [[]]})
+    assert cur.stage(pid) == 1 and rollouts.stats()["rollouts/elites"] == 0.0
+
+
+@pytest.mark.integration
+def test_a_training_step_scores_and_trains_on_the_replayed_elite(setup: tuple[Path, Path], tmp_path: Path,
+                                                                 bench_dirs: Settings) -> None:
+    from hpcrl_core.training.rl import build_rl_trainer
+
+    data, sft = setup
+    params = rl_params(max_steps=1, per_device_train_batch_size=4, num_generations=2, elite_replay=1.0,
+                       max_completion_length=200)
+    run = build_rl_trainer(params, data, sft, tmp_path / "rl", report_to=[], settings=bench_dirs)
+    try:
+        for pid in run.rollouts.curriculum.problem_ids:
+            run.rollouts.archive.add(pid, [], 1.0, ELITE, step=0, stage=0)
+        run.trainer.train()
+    finally:
+        run.close()
+    stats = run.reward_funcs[0].last_stats
+    # two groups of two: the untrained policy writes no kernel, each group's second row is the naive elite, timed
+    assert stats.outcomes.count("ok") == 2 and stats.outcomes.count("format_violation") == 2
+    assert run.rollouts.stats()["rollouts/elites"] == 2.0
+    assert all(e.code == ELITE for e in run.rollouts.archive.niches())  # the elite did not re-enter as a sample
+    assert run.rollouts.curriculum.stats()["sqd/visits"] == 2.0  # visits count the samples' rewards only
