@@ -136,7 +136,8 @@ def test_trl_hooks_we_override_still_exist() -> None:
     """SQDGRPOTrainer overrides or calls these GRPOTrainer members; a TRL upgrade that drops one must fail here."""
     from trl import GRPOTrainer
 
-    for name in ("_generate_and_score_completions", "_save_checkpoint", "_log_metric", "_get_output_dir"):
+    for name in ("_generate_and_score_completions", "_generate_single_turn", "_save_checkpoint", "_log_metric",
+                 "_get_output_dir"):
         assert callable(getattr(GRPOTrainer, name, None)), name
 
 
