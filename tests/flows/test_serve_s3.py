@@ -2,23 +2,15 @@
 
 from __future__ import annotations
 
-import socket
 import stat
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from flows.agents_stack import local_s3
 from flows.serve_s3 import BUCKETS, REGION, ensure_buckets, s3_buckets, s3_keys
-from flows.service import ServeError, rclone
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from flows.service import ServeError, free_port
 
 
 def _env(port: int, key: str, secret: str) -> dict[str, str]:
@@ -28,25 +20,9 @@ def _env(port: int, key: str, secret: str) -> dict[str, str]:
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[dict[str, str]]:
-    """A fresh ``rclone serve s3`` on a free port with keys made by ``s3_keys``; its environment."""
-    key, secret = s3_keys(tmp_path)
-    port = _free_port()
-    (tmp_path / "s3").mkdir()
-    proc = subprocess.Popen([rclone(), "serve", "s3", "--auth-key", f"{key},{secret}", "--addr", f"127.0.0.1:{port}",
-                             str(tmp_path / "s3")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            if time.monotonic() > deadline or proc.poll() is not None:
-                pytest.fail(f"rclone serve s3 did not listen on {port} (exit {proc.poll()})")
-            time.sleep(0.1)
-        yield _env(port, key, secret)
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    """A fresh ``rclone serve s3`` without buckets (``flows.agents_stack.local_s3``); its environment."""
+    with local_s3(tmp_path / "s3", buckets=()) as env:
+        yield env
 
 
 def test_keys_are_made_once_private_and_kept(tmp_path: Path) -> None:
@@ -70,6 +46,6 @@ def test_refused_credentials_and_an_unreachable_server_are_named(server: dict[st
         s3_buckets({**server, "AWS_ACCESS_KEY_ID": "wrong"})
     with pytest.raises(ServeError, match="refuses the credentials"):
         ensure_buckets({**server, "AWS_SECRET_ACCESS_KEY": "x" * 40})
-    nobody = _env(_free_port(), "k", "s")
+    nobody = _env(free_port(), "k", "s")
     with pytest.raises(ServeError, match="cannot be reached"):
         s3_buckets(nobody)
