@@ -34,7 +34,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from datasets import Dataset
 from transformers import PreTrainedTokenizerBase
@@ -171,7 +171,6 @@ class SQDGRPOTrainer(GRPOTrainer):
         self.rollouts = rollouts
         self.elite_replay, self.seed = elite_replay, seed
         self._elites: dict[int, str] = {}  # planned for the generation under way: row -> elite completion text
-        self._elite_tokenizer: PreTrainedTokenizerBase = kwargs["processing_class"]
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         cur = self.rollouts.curriculum
@@ -192,9 +191,10 @@ class SQDGRPOTrainer(GRPOTrainer):
         """TRL's generation, then the planned rows' completions replaced by their elites' tokens (and EOS)."""
         completion_ids, logprobs = super()._generate_single_turn(prompt_ids, images, multimodal_fields,
                                                                  num_generations, has_tool_images)
-        eos = self._elite_tokenizer.eos_token_id
+        tokenizer = cast(PreTrainedTokenizerBase, self.processing_class)
+        eos = tokenizer.eos_token_id
         for row, text in self._elites.items():
-            ids = self._elite_tokenizer(text, add_special_tokens=False)["input_ids"]
+            ids = tokenizer(text, add_special_tokens=False)["input_ids"]
             completion_ids[row] = [*ids[: int(self.max_completion_length or len(ids) + 1) - 1], eos]
         self._elites = {}
         return completion_ids, logprobs
