@@ -11,7 +11,7 @@ invocation's. Per variant it reports the mean and spread (population std over al
 median GFLOPS of verified kernels, its ratio to SFT's, the best GFLOPS and WinRate vs SFT; the oracle yardstick
 (oracle ratio of RL and SFT, RL's on problems permitting 4-5 techniques, headroom closed, best vs numpy, distinct
 kernels); and per run when its training first sampled a fast kernel and whether it kept it
-(``hpcrl_core/evaluation/discovery.py``) and whether it meets issue 24's bars (``missed_bars``).
+(``hpcrl_core/evaluation/discovery.py``) and whether it meets issue 24's bars (``hpcrl_core/evaluation/targets.py``).
 Variants: ``sqd`` = params.yaml as is; ``nosqd`` = ``rl_dgemm.sqd.enabled: false`` (problems keep their
 generated stage); ``share`` = ``reward.duplicate_penalty`` set to ``--share-penalty`` (docs/sqd.md, "Duplicate
 sharing"); ``noshare`` = ``reward.duplicate_penalty: 0`` (params.yaml shares duplicates by default).
@@ -42,8 +42,9 @@ from benchmarks.doc_sections import write_section  # noqa: E402
 from hpcrl_core.config import Params, Settings, load_params  # noqa: E402
 from hpcrl_core.errors import DataError  # noqa: E402
 from hpcrl_core.evaluation.dgemm import evaluate_dgemm  # noqa: E402
-from hpcrl_core.evaluation.discovery import Discovery, describe, discovery  # noqa: E402
+from hpcrl_core.evaluation.discovery import Discovery, describe, discovery, read_history  # noqa: E402
 from hpcrl_core.evaluation.report import samples_path_for, write_report, write_samples  # noqa: E402
+from hpcrl_core.evaluation.targets import HEADROOM_CLOSED, missed_bars  # noqa: E402
 from hpcrl_core.training.rl import run_rl  # noqa: E402
 from hpcrl_core.training.sft import run_sft  # noqa: E402
 
@@ -119,8 +120,7 @@ def one_run(params: Params, variant: str, seed: int, out: Path, data: Path, sft:
     report, rows = evaluate_dgemm({"sft": sft, "rl": Path(trained["final_dir"])}, data, p, Settings(),
                                   progress=print)
     report["meta"]["rl_run"] = {k: v for k, v in trained.items() if isinstance(v, int | float | str)}
-    history = json.loads((Path(trained["final_dir"]) / "log_history.json").read_text())
-    report["meta"]["rl_run"]["discovery"] = dataclasses.asdict(discovery(history))
+    report["meta"]["rl_run"]["discovery"] = dataclasses.asdict(discovery(read_history(Path(trained["final_dir"]))))
     report["meta"]["settings"] = settings
     report["meta"]["sft_seed"], report["meta"]["rl_seed"] = sft_seed, seed
     write_samples(rows, samples_path_for(report_path))
@@ -174,36 +174,14 @@ def yardstick_table(results: dict[str, list[dict[str, Any]]]) -> list[str]:
     return lines
 
 
-# issue 24's bars for one run (headroom closed >= 0.5 is a bar on the mean over runs: ``headroom_line``)
-BARS = (("rl", "oracle_ratio", 0.85), ("rl", "oracle_ratio_rich", 0.6), ("rl", "best_vs_numpy", 0.8))
-
-
-def _g(value: float | None) -> str:
-    return "None" if value is None else f"{value:.3g}"
-
-
-def missed_bars(report: dict[str, Any]) -> list[str]:
-    """The bars of issue 24 one run misses (empty: it meets them all): RL oracle ratio >= 0.85, on problems that
-    permit 4-5 techniques >= 0.6, best RL kernel >= 0.8x numpy, RL's verified rate at most 5 points below SFT's,
-    and at least half of SFT's distinct verified kernels. A figure the report lacks counts as missed."""
-    rl, sft = report["rl"], report["sft"]
-    missed = [f"{key} {_g(report[model].get(key))} < {bar}" for model, key, bar in BARS
-              if report[model].get(key) is None or report[model][key] < bar]
-    if rl["verified_rate"] < sft["verified_rate"] - 0.05:
-        missed.append(f"verified {rl['verified_rate']:.3f} < SFT's {sft['verified_rate']:.3f} - 0.05")
-    if rl.get("distinct_kernels") is None or rl["distinct_kernels"] * 2 < (sft.get("distinct_kernels") or 0):
-        missed.append(f"distinct kernels {rl.get('distinct_kernels')} < half of SFT's {sft.get('distinct_kernels')}")
-    return missed
-
-
 def headroom_line(results: dict[str, list[dict[str, Any]]]) -> list[str]:
-    """Per variant, the mean headroom closed over its runs against the bar 0.5."""
+    """Per variant, the mean headroom closed over its runs against its bar (``targets.HEADROOM_CLOSED``)."""
     lines = []
     for variant, reports in results.items():
         values = _present([r["rl"] for r in reports], "headroom_closed")
         mean = statistics.fmean(values) if values else None
         verdict = ("no runs with a figure" if mean is None
-                   else f"{mean:.3f} ({'meets' if mean >= 0.5 else 'below'} 0.5)")
+                   else f"{mean:.3f} ({'meets' if mean >= HEADROOM_CLOSED else 'below'} {HEADROOM_CLOSED})")
         lines.append(f"- {variant}: mean headroom closed over {len(values)} runs: {verdict}")
     return lines
 
@@ -215,10 +193,9 @@ def training_found(report: dict[str, Any]) -> str:
     run = report["meta"].get("rl_run", {})
     if "discovery" in run:
         return describe(Discovery(**run["discovery"]))
-    history = Path(run.get("final_dir") or "/nonexistent") / "log_history.json"
     try:
-        return describe(discovery(json.loads(history.read_text())))
-    except (OSError, DataError):
+        return describe(discovery(read_history(Path(run.get("final_dir") or "/nonexistent"))))
+    except DataError:
         return "-"
 
 

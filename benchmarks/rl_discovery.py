@@ -24,27 +24,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from hpcrl_core.errors import DataError  # noqa: E402
-from hpcrl_core.evaluation.discovery import THRESHOLD, VERDICTS, Discovery, discovery  # noqa: E402
+from hpcrl_core.evaluation.discovery import THRESHOLD, VERDICTS, Discovery, discovery, read_history  # noqa: E402
+from hpcrl_core.evaluation.targets import fast_bars_met  # noqa: E402
 
 
-def locate(folder: Path, report: Path | None = None) -> tuple[Path, Path | None]:
-    """The log history of the run in ``folder`` and its evaluation report (None when there is none).
-
-    Raises:
-        DataError: ``folder`` holds no RL log history.
-    """
-    for history in (folder / "rl" / "final" / "log_history.json", folder / "log_history.json"):
-        if history.is_file():
-            beside = folder / "eval_dgemm.json"
-            found = report if report is not None else (beside if beside.is_file() else None)
-            return history, found
-    raise DataError(f"{folder}: no rl/final/log_history.json or log_history.json; pass an experiments run folder or "
-                    "an RL final folder")
-
-
-def fast_bars_met(rl: dict[str, Any]) -> bool:
-    """The held-out bars that need fast kernels: best >= 0.8x numpy and 4-5-technique oracle ratio >= 0.6."""
-    return (rl.get("best_vs_numpy") or 0.0) >= 0.8 and (rl.get("oracle_ratio_rich") or 0.0) >= 0.6
+def report_of(folder: Path, report: Path | None = None) -> Path | None:
+    """The evaluation report of the run in ``folder``: ``report`` when given, else its ``eval_dgemm.json`` (None when
+    there is none)."""
+    beside = folder / "eval_dgemm.json"
+    return report if report is not None else (beside if beside.is_file() else None)
 
 
 def _f(value: Any, fmt: str = ".2f") -> str:
@@ -84,11 +72,11 @@ def main(argv: list[str] | None = None) -> int:
     found = []
     for folder in a.runs:
         try:
-            history, report = locate(folder, a.report)
-            d = discovery(json.loads(history.read_text()), a.threshold)
+            d = discovery(read_history(folder), a.threshold)
         except DataError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
+        report = report_of(folder, a.report)
         rl = json.loads(report.read_text())["rl"] if report is not None else None
         found.append((d, rl))
         print(row(str(folder) if folder.name == "final" else f"{folder.parent.name}/{folder.name}", d, rl))

@@ -23,13 +23,19 @@ Test: ``pytest tests/evaluation/test_discovery.py``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from hpcrl_core.errors import DataError
+from hpcrl_core.evaluation.targets import BEST_VS_NUMPY
 
-THRESHOLD = 0.8  # issue 24's bar for the best held-out kernel, as a fraction of numpy
+THRESHOLD = BEST_VS_NUMPY  # issue 24's bar for the best held-out kernel, as a fraction of numpy
+# the file RL final folders keep their log history in (training.checkpoints.LOG_HISTORY; not imported, so the
+# evaluation stage does not depend on the training package)
+LOG_HISTORY = "log_history.json"
 VERDICTS = ("never", "lost", "late", "kept")
 
 
@@ -42,6 +48,36 @@ class Discovery:
     first_step: int | None
     tail_best: float
     verdict: str
+
+
+def history_file(folder: Path) -> Path:
+    """The log history of the RL run in ``folder``: an experiments run folder (``rl/final/log_history.json``) or an
+    RL final folder (``checkpoints/rl_dgemm/final``).
+
+    Raises:
+        DataError: ``folder`` holds neither.
+    """
+    for path in (folder / "rl" / "final" / LOG_HISTORY, folder / LOG_HISTORY):
+        if path.is_file():
+            return path
+    raise DataError(f"{folder}: no rl/final/{LOG_HISTORY} or {LOG_HISTORY}; pass an experiments run folder or an "
+                    "RL final folder")
+
+
+def read_history(folder: Path) -> list[dict[str, Any]]:
+    """The log history of the RL run in ``folder`` (``history_file``), as the trainer wrote it.
+
+    Raises:
+        DataError: no history there, or one that is not a JSON list of step entries.
+    """
+    path = history_file(folder)
+    try:
+        history = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise DataError(f"{path}: cannot read the log history ({e})") from None
+    if not isinstance(history, list) or not all(isinstance(entry, dict) for entry in history):
+        raise DataError(f"{path}: not a trainer log history (a JSON list of step entries)")
+    return history
 
 
 def step_ratios(history: Sequence[Mapping[str, Any]]) -> list[tuple[int, float]]:

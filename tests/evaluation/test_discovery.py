@@ -5,10 +5,13 @@ Run: pytest tests/evaluation/test_discovery.py
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from hpcrl_core.errors import DataError
-from hpcrl_core.evaluation.discovery import describe, discovery, step_ratios
+from hpcrl_core.evaluation.discovery import describe, discovery, history_file, read_history, step_ratios
 
 
 def history(best: list[float], ref: float = 50.0) -> list[dict]:
@@ -48,3 +51,29 @@ def test_entries_without_both_figures_are_skipped_and_a_history_without_any_is_r
         discovery([{"step": 1, "loss": 0.3}, {"train_runtime": 1.0}])
     with pytest.raises(ValueError, match="tail"):
         discovery(history([50.0]), tail=0.0)
+
+
+def test_the_history_is_found_in_a_run_folder_or_a_final_folder(tmp_path: Path) -> None:
+    run, final = tmp_path / "sqd-sft7-s1", tmp_path / "final"
+    (run / "rl" / "final").mkdir(parents=True)
+    final.mkdir()
+    (run / "rl" / "final" / "log_history.json").write_text(json.dumps(history([10.0, 45.0])))
+    (final / "log_history.json").write_text(json.dumps(history([50.0])))
+    assert history_file(run) == run / "rl" / "final" / "log_history.json"
+    assert discovery(read_history(run)).first_step == 2 and discovery(read_history(final)).first_step == 1
+    with pytest.raises(DataError, match="no rl/final/log_history.json or log_history.json"):
+        history_file(tmp_path)
+
+
+@pytest.mark.parametrize("text", ["{not json", '{"step": 1}', "[1, 2]"])
+def test_a_history_that_is_not_a_list_of_steps_is_refused_by_name(tmp_path: Path, text: str) -> None:
+    (tmp_path / "log_history.json").write_text(text)
+    with pytest.raises(DataError, match="log_history.json"):
+        read_history(tmp_path)
+
+
+def test_the_history_file_name_is_the_one_training_writes() -> None:
+    from hpcrl_core.evaluation import discovery as module
+    from hpcrl_core.training.checkpoints import LOG_HISTORY
+
+    assert module.LOG_HISTORY == LOG_HISTORY
