@@ -73,6 +73,8 @@ def test_config_check_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     ({"rewards": []}, "rl_dgemm.rewards"),
     ({"sqd": {"start_stage": 4, "max_stage": 2}}, "start_stage (4) must be <= max_stage (2)"),
     ({"sqd": {"windows": 4}}, "rl_dgemm.sqd.windows: unknown key"),
+    ({"elite_replay_behind": 0.9}, "set elite_replay > 0"),  # a rescue rule with no visit ever drawn for it
+    ({"elite_replay": 0.5, "elite_replay_behind": 1.5}, "rl_dgemm.elite_replay_behind"),
 ])
 def test_rl_dgemm_rules_name_the_key(rl: dict[str, object], needle: str) -> None:
     with pytest.raises(ConfigError) as err:

@@ -2,9 +2,11 @@
 
 A niche is (problem id, the set of techniques the kernel used): 32 niches per problem, one per subset of the five
 techniques. The archive keeps, per niche, the fastest verified kernel seen so far (GFLOPS, code, the training step
-it was found at, the problem's stage then). It measures diversity as coverage (filled niches / all niches) and
-quality-diversity as the QD score (sum of the best GFLOPS over filled niches). ``heatmap`` draws problems ×
-technique combinations coloured by the best GFLOPS. Design: ``docs/sqd.md``.
+it was found at, the problem's stage then), and per problem the fastest such kernel its last visit wrote
+(``record_visit``; 0.0 when that visit verified none), which elite replay compares with the elite. It measures
+diversity as coverage (filled niches / all niches) and quality-diversity as the QD score (sum of the best GFLOPS
+over filled niches). ``heatmap`` draws problems × technique combinations coloured by the best GFLOPS. Design:
+``docs/sqd.md``.
 
 Use::
 
@@ -85,6 +87,7 @@ class QDArchive:
             raise ConfigError(f"QD archive problem ids must be unique; listed more than once: {dupes[:5]}")
         self._ids = ids
         self._elites: dict[tuple[str, frozenset[Technique]], Elite] = {}
+        self._last_visit: dict[str, float] = {}  # problem -> fastest verified kernel of its last visit (0.0: none)
 
     @property
     def problem_ids(self) -> list[str]:
@@ -125,6 +128,25 @@ class QDArchive:
         self._elites[(pid, techs)] = Elite(pid, techs, float(gflops), str(code), step, stage)
         return True
 
+    def record_visit(self, pid: str, best_gflops: float) -> None:
+        """Note the fastest verified kernel a visit of ``pid`` wrote (0.0 when it verified none); replaces the
+        previous visit's.
+
+        Raises:
+            KeyError: an unknown problem id.
+            ValueError: ``best_gflops`` not finite or negative.
+        """
+        if pid not in self._ids:
+            raise KeyError(f"unknown problem id {pid!r}: not one of the archive's {len(self._ids)} problems")
+        if isinstance(best_gflops, bool) or not isinstance(best_gflops, int | float) \
+                or not math.isfinite(best_gflops) or best_gflops < 0:
+            raise ValueError(f"problem {pid}: a visit's best GFLOPS must be a finite number >= 0, got {best_gflops!r}")
+        self._last_visit[pid] = float(best_gflops)
+
+    def last_visit(self, pid: str) -> float | None:
+        """The fastest verified kernel of ``pid``'s last visit (0.0: it verified none), None before any visit."""
+        return self._last_visit.get(pid)
+
     def niche(self, pid: str, techniques: Iterable[Technique | str]) -> Elite | None:
         """The best kernel of one niche, or None when it is empty."""
         return self._elites.get((pid, parse_techniques(str(t) for t in techniques)))
@@ -164,7 +186,8 @@ class QDArchive:
     def state_dict(self) -> dict[str, Any]:
         """The archive as a JSON-serialisable dict."""
         return {"version": ARCHIVE_VERSION, "problems": list(self._ids),
-                "elites": [e.to_json() for e in self.niches()]}
+                "elites": [e.to_json() for e in self.niches()],
+                "last_visit": {pid: self._last_visit[pid] for pid in self._ids if pid in self._last_visit}}
 
     @classmethod
     def from_state_dict(cls, state: dict[str, Any], source: str = "QD archive") -> QDArchive:
@@ -184,6 +207,14 @@ class QDArchive:
                     archive.add(e["problem_id"], e["techniques"], e["gflops"], e["code"], e["step"], e["stage"])
                 except (KeyError, TypeError, ValueError) as err:
                     raise DataError(f"{source}: elite #{i} is malformed ({type(err).__name__}: {err})") from None
+            visits = state.get("last_visit", {})  # absent in archives written before it was kept
+            if not isinstance(visits, dict):
+                raise DataError(f"{source}: 'last_visit' must map problem ids to GFLOPS")
+            for pid, best in visits.items():
+                try:
+                    archive.record_visit(pid, best)
+                except (KeyError, ValueError) as err:
+                    raise DataError(f"{source}: last visit of {pid!r} is malformed ({err})") from None
         except (ConfigError, KeyError, TypeError) as err:
             raise DataError(f"{source}: malformed QD archive ({type(err).__name__}: {err})") from None
         return archive

@@ -76,6 +76,9 @@ class RLDgemmParams(Section):
     # share of visits in which the last of the G completions is replaced by the archive's fastest kernel of that
     # problem that the visit permits (when it holds one): a kernel RL found stays in its groups (docs/sqd.md)
     elite_replay: float = Field(0.0, ge=0.0, le=1.0)
+    # with elite_replay: replay only when the problem's last visit wrote no kernel as fast as this fraction of the
+    # elite (a rescue when the policy fell behind what it wrote before); None: on every drawn visit
+    elite_replay_behind: float | None = Field(None, gt=0.0, le=1.0)
     rewards: tuple[str, ...] = ("dgemm_gflops",)  # names in hpcrl_core.rewards.REWARDS; summed with equal weight
     save_steps: int = Field(10, ge=1, le=10_000_000)
     save_total_limit: int = Field(2, ge=1, le=1000)
@@ -89,6 +92,14 @@ class RLDgemmParams(Section):
         if not v or len(set(v)) != len(v):
             raise ValueError(f"rewards must name at least one reward function, each once; got {list(v)}")
         return v
+
+    @model_validator(mode="after")
+    def _replay(self) -> RLDgemmParams:
+        if self.elite_replay_behind is not None and self.elite_replay == 0:
+            raise ValueError(f"elite_replay_behind ({self.elite_replay_behind}) only acts on replayed visits; set "
+                             "elite_replay > 0 (the share of visits that may get an elite) or "
+                             "elite_replay_behind: null")
+        return self
 
     @model_validator(mode="after")
     def _groups(self) -> RLDgemmParams:

@@ -8,7 +8,8 @@ No maths here. ``SQDGRPOTrainer`` subclasses GRPOTrainer at three hooks only:
   ``stage``; after scoring, the curriculum and archive statistics are logged for the step.
 - ``_generate_single_turn``: with ``rl_dgemm.elite_replay`` > 0, in that share of the visits the last completion
   of the group is replaced by the archive's fastest kernel of the problem that the visit permits (``plan_elites``):
-  a kernel RL found stays in its groups, trained on with its measured reward like a sample (docs/sqd.md).
+  a kernel RL found stays in its groups, trained on with its measured reward like a sample (docs/sqd.md). With
+  ``rl_dgemm.elite_replay_behind`` only visits after one that fell behind the elite get it.
 - ``_save_checkpoint``: the curriculum state and the quality-diversity archive are written into ``checkpoint-N``
   *before* TRL writes ``trainer_state.json`` there, so a checkpoint that counts as complete
   (``checkpoints.last_checkpoint``) always carries them; a resumed run loads them back.
@@ -70,7 +71,8 @@ HEATMAP = "qd_archive.png"
 FINAL_DIR = "final"
 OWNED_FIELDS: dict[str, str] = {
     **{name: f"rl_dgemm.{name}" for name in RLDgemmParams.model_fields
-       if name not in ("trl", "warmup_ratio", "problems", "rewards", "sqd", "elite_replay")},
+       if name not in ("trl", "warmup_ratio", "problems", "rewards", "sqd", "elite_replay",
+                       "elite_replay_behind")},
     "warmup_steps": "rl_dgemm.warmup_ratio",
     "output_dir": "the stage's output folder (checkpoints/rl_dgemm)",
     "report_to": "the flow (report_to argument)",
@@ -140,6 +142,7 @@ class Rollouts:
         stages = columns.get("stage")
         injected, self.injected = self.injected, frozenset()
         self.elites = len(injected)
+        visits: dict[str, float] = {}  # problem -> fastest of the policy's own kernels that count, this batch
         for i, (code, res, reward) in enumerate(zip(completions, results, rewards, strict=True)):
             if i in injected:  # an elite replayed from the archive: trained on, but not the policy's own sample
                 continue
@@ -147,8 +150,12 @@ class Rollouts:
             stage = self.curriculum.stage(pid) if stages is None else int(stages[i])
             groups[(pid, stage)].append(float(reward))
             texts[(pid, stage)].append(kernel_identity(code))
+            visits.setdefault(pid, 0.0)
             if res.ok and res.gflops and not violates(res, frozenset(map(str, columns["permitted"][i]))):
                 self.archive.add(pid, frozenset(map(str, res.techniques)), float(res.gflops), code, self.step, stage)
+                visits[pid] = max(visits[pid], float(res.gflops))
+        for pid, best in visits.items():
+            self.archive.record_visit(pid, best)
         self.distinct = [(len(set(group)), len(group)) for group in texts.values()]
         for (pid, stage), values in groups.items():
             if self.curriculum.record(pid, values, stage):
@@ -165,11 +172,11 @@ def _rendered(curriculum: SQDCurriculum, pid: str, stage: int) -> dict[str, Any]
 class SQDGRPOTrainer(GRPOTrainer):
     """GRPOTrainer whose prompts follow the SQD curriculum and whose checkpoints carry its state (see module)."""
 
-    def __init__(self, *args: Any, rollouts: Rollouts, elite_replay: float = 0.0, seed: int = 0,
-                 **kwargs: Any) -> None:
+    def __init__(self, *args: Any, rollouts: Rollouts, elite_replay: float = 0.0,
+                 elite_replay_behind: float | None = None, seed: int = 0, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.rollouts = rollouts
-        self.elite_replay, self.seed = elite_replay, seed
+        self.elite_replay, self.elite_replay_behind, self.seed = elite_replay, elite_replay_behind, seed
         self._elites: dict[int, str] = {}  # planned for the generation under way: row -> elite completion text
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -179,7 +186,7 @@ class SQDGRPOTrainer(GRPOTrainer):
         staged = [{**x, **_rendered(cur, x["problem_id"], stages[x["problem_id"]])} for x in inputs]
         training = bool(getattr(self.model, "training", False))
         self._elites = plan_elites(staged, int(self.num_generations or 1), self.rollouts.archive, self.elite_replay,
-                                   (self.seed, self.rollouts.step)) if training else {}
+                                   (self.seed, self.rollouts.step), self.elite_replay_behind) if training else {}
         self.rollouts.injected = frozenset(self._elites)
         out = super()._generate_and_score_completions(staged)
         for name, value in {**cur.stats(), **self.rollouts.archive.stats(), **self.rollouts.stats()}.items():
@@ -208,11 +215,13 @@ class SQDGRPOTrainer(GRPOTrainer):
 
 
 def plan_elites(rows: Sequence[dict[str, Any]], group: int, archive: QDArchive, share: float,
-                key: tuple[int, int]) -> dict[int, str]:
+                key: tuple[int, int], behind: float | None = None) -> dict[int, str]:
     """Which rows get an archive elite instead of a sample: the last row of a group (``group`` consecutive rows of
     one problem, as TRL's sampler lays them out) in a share ``share`` of the groups, when the archive holds a kernel
-    of that problem whose techniques the row permits (the fastest such). The draw is a function of ``key`` (seed,
-    step) and the problem, so a resumed run replays the same visits.
+    of that problem whose techniques the row permits (the fastest such) and, with ``behind``, only when the
+    problem's last visit wrote nothing as fast as ``behind`` times that elite (``QDArchive.last_visit``): the
+    policy has fallen behind a kernel it wrote before. The draw is a function of ``key`` (seed, step) and the
+    problem, and the last visits are saved with the archive, so a resumed run replays the same visits.
 
     Returns:
         {row index: the elite's completion text}.
@@ -228,8 +237,12 @@ def plan_elites(rows: Sequence[dict[str, Any]], group: int, archive: QDArchive, 
         if random.Random(f"{key[0]}:{key[1]}:{pid}:{start}").random() >= share:
             continue
         elite = archive.best_within(pid, members[-1]["permitted"])
-        if elite is not None:
-            plan[start + group - 1] = elite.code
+        if elite is None:
+            continue
+        last = archive.last_visit(pid)
+        if behind is not None and last is not None and last >= behind * elite.gflops:
+            continue  # the policy still writes a kernel about as fast: nothing to bring back
+        plan[start + group - 1] = elite.code
     return plan
 
 
@@ -297,7 +310,7 @@ def build_rl_trainer(params: Params, data_dir: Path, sft_dir: Path, output_dir: 
                           "would not match a replayed elite; set rl_dgemm.elite_replay: 0 or drop trl.use_vllm")
     trainer = SQDGRPOTrainer(model=model, reward_funcs=funcs, args=args, train_dataset=dataset,
                              processing_class=tokenizer, rollouts=rollouts, elite_replay=rp.elite_replay,
-                             seed=rp.seed)
+                             elite_replay_behind=rp.elite_replay_behind, seed=rp.seed)
     use_hpcrl_mlflow(trainer)
     return RLRun(trainer, rollouts, executor, funcs)
 

@@ -124,6 +124,31 @@ def test_load_refuses_other_problems_and_broken_files(tmp_path: Path) -> None:
         QDArchive.load(tmp_path / "absent.json")
 
 
+def test_the_last_visit_of_each_problem_is_kept_and_saved(tmp_path: Path) -> None:
+    archive = _filled()
+    assert archive.last_visit(IDS[0]) is None  # never visited
+    archive.record_visit(IDS[0], 30.0)
+    archive.record_visit(IDS[0], 0.0)  # the next visit verified nothing: it replaces the faster one
+    archive.record_visit(IDS[1], 12.5)
+    assert (archive.last_visit(IDS[0]), archive.last_visit(IDS[1])) == (0.0, 12.5)
+    path = tmp_path / "qd_archive.json"
+    archive.save(path)
+    loaded = QDArchive.load(path, problem_ids=IDS)
+    assert (loaded.last_visit(IDS[0]), loaded.last_visit(IDS[1]), loaded.last_visit(IDS[2])) == (0.0, 12.5, None)
+    state = json.loads(path.read_text())
+    del state["last_visit"]  # an archive saved before visits were kept still loads, with none
+    path.write_text(json.dumps(state))
+    assert QDArchive.load(path).last_visit(IDS[1]) is None
+    state["last_visit"] = {IDS[0]: -1.0}
+    path.write_text(json.dumps(state))
+    with pytest.raises(DataError, match="last visit"):
+        QDArchive.load(path)
+    with pytest.raises(KeyError, match="unknown problem"):
+        archive.record_visit("nope", 1.0)
+    with pytest.raises(ValueError, match="finite number >= 0"):
+        archive.record_visit(IDS[0], float("nan"))
+
+
 def test_heatmap_of_empty_and_filled_archives(tmp_path: Path) -> None:
     empty, filled = tmp_path / "empty.png", tmp_path / "sub" / "filled.png"
     QDArchive(IDS).heatmap(empty)

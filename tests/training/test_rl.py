@@ -215,6 +215,35 @@ def test_elites_replace_the_last_row_of_planned_groups_within_the_permitted_set(
     assert set(drawn) <= set(range(1, 200, 2))
 
 
+def test_with_behind_only_problems_whose_last_visit_fell_behind_the_elite_get_it() -> None:
+    ids = [p.id for p in make_problems("train", 0, 3)]
+    archive = QDArchive(ids)
+    for pid in ids:
+        archive.add(pid, [], 40.0, f"fast {pid}", step=1, stage=0)
+    archive.record_visit(ids[0], 37.0)  # within 0.9 of the elite: the policy still writes it
+    archive.record_visit(ids[1], 35.0)  # below 36: it fell behind
+    rows = [{"problem_id": pid, "permitted": []} for pid in ids for _ in range(2)]
+    assert plan_elites(rows, 2, archive, 1.0, (1, 0), behind=0.9) == {3: f"fast {ids[1]}", 5: f"fast {ids[2]}"}
+    assert plan_elites(rows, 2, archive, 1.0, (1, 0)) == {1: f"fast {ids[0]}", 3: f"fast {ids[1]}",
+                                                          5: f"fast {ids[2]}"}  # without: every drawn visit
+
+
+def test_rollouts_record_each_visits_fastest_own_kernel_that_counts() -> None:
+    problems = make_problems("train", 0, 2)
+    cur = SQDCurriculum(problems, SQDParams(window=1), seed=0)
+    a, b = (p.id for p in problems)
+    rollouts = Rollouts(cur, QDArchive(cur.problem_ids), step=2)
+    fast = BenchResult(Status.OK, n=32, gflops=30.0, techniques=())
+    slow = BenchResult(Status.OK, n=32, gflops=5.0, techniques=())
+    forbidden = BenchResult(Status.OK, n=32, gflops=50.0, techniques=("openmp",))
+    failed = BenchResult(Status.COMPILE_ERROR, n=32)
+    rollouts.injected = frozenset({1})
+    # problem a: the replayed elite (row 1) and a kernel using a forbidden technique do not count; b verified none
+    rollouts(["s", "elite", "omp", "x", "y"], [slow, fast, forbidden, failed, failed], [1.0, 9.0, 0.0, -1.0, -1.0],
+             {"problem_id": [a, a, a, b, b], "stage": [0] * 5, "permitted": [[]] * 5})
+    assert (rollouts.archive.last_visit(a), rollouts.archive.last_visit(b)) == (5.0, 0.0)
+
+
 def test_rollouts_leave_replayed_elites_out_of_promotion_archive_and_distinct_counts() -> None:
     problems = make_problems("train", 0, 1)
     cur = SQDCurriculum(problems, SQDParams(window=1, promote_reward=50.0), seed=0)
