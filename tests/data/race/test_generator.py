@@ -441,11 +441,11 @@ def test_fortran_programs_compile_warning_free_and_run_in_bounds(tmp_path: Path,
 
 def test_wide_names_are_new_and_distinct_ignoring_case() -> None:
     """Fortran ignores case, so two names that differ only in case would declare one variable twice."""
-    from hpcrl_core.data.race.programs import _POOLS, _WIDE
+    from hpcrl_core.data.race.names import POOLS, WIDE
 
-    narrow = {x.lower() for pool in _POOLS.values() for x in pool}
-    wide = [x.lower() for pool in _WIDE.values() for x in pool]
-    assert set(_WIDE) == set(_POOLS)
+    narrow = {x.lower() for pool in POOLS.values() for x in pool}
+    wide = [x.lower() for pool in WIDE.values() for x in pool]
+    assert set(WIDE) == set(POOLS)
     assert len(wide) == len(set(wide)) and not set(wide) & narrow
 
 
