@@ -79,6 +79,9 @@ class RLDgemmParams(Section):
     # with elite_replay: replay only when the problem's last visit wrote no kernel as fast as this fraction of the
     # elite (a rescue when the policy fell behind what it wrote before); None: on every drawn visit
     elite_replay_behind: float | None = Field(None, gt=0.0, le=1.0)
+    # share of visits in which the first completion opens with a forced plan line of a kernel kind the visit permits
+    # and the problem's archive lacks (exploration of kinds the policy rarely chooses; docs/sqd.md)
+    plan_novelty: float = Field(0.0, ge=0.0, le=1.0)
     rewards: tuple[str, ...] = ("dgemm_gflops",)  # names in hpcrl_core.rewards.REWARDS; summed with equal weight
     save_steps: int = Field(10, ge=1, le=10_000_000)
     save_total_limit: int = Field(2, ge=1, le=1000)

@@ -9,7 +9,9 @@ No maths here. ``SQDGRPOTrainer`` subclasses GRPOTrainer at three hooks only:
 - ``_generate_single_turn``: with ``rl_dgemm.elite_replay`` > 0, in that share of the visits the last completion
   of the group is replaced by the archive's fastest kernel of the problem that the visit permits (``plan_elites``):
   a kernel RL found stays in its groups, trained on with its measured reward like a sample (docs/sqd.md). With
-  ``rl_dgemm.elite_replay_behind`` only visits after one that fell behind the elite get it.
+  ``rl_dgemm.elite_replay_behind`` only visits after one that fell behind the elite get it. With
+  ``rl_dgemm.plan_novelty`` > 0, in that share of the visits the first completion is generated after a forced
+  plan opening of a kind the problem's archive lacks (``hpcrl_core/algorithms/novelty.py``).
 - ``_save_checkpoint``: the curriculum state and the quality-diversity archive are written into ``checkpoint-N``
   *before* TRL writes ``trainer_state.json`` there, so a checkpoint that counts as complete
   (``checkpoints.last_checkpoint``) always carries them; a resumed run loads them back.
@@ -32,7 +34,7 @@ import random
 import statistics
 import sys
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -42,11 +44,13 @@ from transformers import PreTrainedTokenizerBase
 from trl import GRPOConfig, GRPOTrainer
 
 from hpcrl_core.algorithms.archive import ARCHIVE_FILE, QDArchive
+from hpcrl_core.algorithms.novelty import kind_requirements, plan_novel_kinds, plan_prefix
 from hpcrl_core.algorithms.sqd import STATE_FILE, SQDCurriculum, problems_from_records
 from hpcrl_core.bench.executor import BenchBackend, LocalExecutor, bench_backend
 from hpcrl_core.bench.extract import kernel_identity
 from hpcrl_core.bench.reference import ReferenceTracker
 from hpcrl_core.bench.result import BenchResult
+from hpcrl_core.bench.techniques import Technique
 from hpcrl_core.config import Params, RLDgemmParams, Settings, load_params
 from hpcrl_core.data.schema import read_jsonl
 from hpcrl_core.errors import ConfigError, DataError
@@ -72,7 +76,7 @@ FINAL_DIR = "final"
 OWNED_FIELDS: dict[str, str] = {
     **{name: f"rl_dgemm.{name}" for name in RLDgemmParams.model_fields
        if name not in ("trl", "warmup_ratio", "problems", "rewards", "sqd", "elite_replay",
-                       "elite_replay_behind")},
+                       "elite_replay_behind", "plan_novelty")},
     "warmup_steps": "rl_dgemm.warmup_ratio",
     "output_dir": "the stage's output folder (checkpoints/rl_dgemm)",
     "report_to": "the flow (report_to argument)",
@@ -173,11 +177,14 @@ class SQDGRPOTrainer(GRPOTrainer):
     """GRPOTrainer whose prompts follow the SQD curriculum and whose checkpoints carry its state (see module)."""
 
     def __init__(self, *args: Any, rollouts: Rollouts, elite_replay: float = 0.0,
-                 elite_replay_behind: float | None = None, seed: int = 0, **kwargs: Any) -> None:
+                 elite_replay_behind: float | None = None, plan_novelty: float = 0.0,
+                 kind_needs: Mapping[str, frozenset[Technique]] | None = None, seed: int = 0, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.rollouts = rollouts
         self.elite_replay, self.elite_replay_behind, self.seed = elite_replay, elite_replay_behind, seed
+        self.plan_novelty, self.kind_needs = plan_novelty, dict(kind_needs or {})
         self._elites: dict[int, str] = {}  # planned for the generation under way: row -> elite completion text
+        self._forced: dict[int, list[int]] = {}  # the same: row -> token ids its completion is forced to open with
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         cur = self.rollouts.curriculum
@@ -188,21 +195,38 @@ class SQDGRPOTrainer(GRPOTrainer):
         self._elites = plan_elites(staged, int(self.num_generations or 1), self.rollouts.archive, self.elite_replay,
                                    (self.seed, self.rollouts.step), self.elite_replay_behind) if training else {}
         self.rollouts.injected = frozenset(self._elites)
+        kinds = plan_novel_kinds(staged, int(self.num_generations or 1), self.rollouts.archive, self.kind_needs,
+                                 self.plan_novelty, (self.seed, self.rollouts.step)) if training else {}
+        tokenizer = cast(PreTrainedTokenizerBase, self.processing_class)
+        self._forced = {row: tokenizer(plan_prefix(kind), add_special_tokens=False)["input_ids"]
+                        for row, kind in kinds.items()}
         out = super()._generate_and_score_completions(staged)
-        for name, value in {**cur.stats(), **self.rollouts.archive.stats(), **self.rollouts.stats()}.items():
-            self._log_metric(name, float(value))
+        metrics = {**cur.stats(), **self.rollouts.archive.stats(), **self.rollouts.stats()}
+        if self.plan_novelty > 0:
+            metrics["rollouts/novel_plans"] = float(len(kinds))
+        # straight into this step's metrics: ``_log_metric`` would hold them until the next step's rewards are
+        # flushed, so every curve would lag a step and the last step's figures would never be logged
+        for name, value in metrics.items():
+            self._metrics["train" if training else "eval"][name].append(float(value))
         return out
 
     def _generate_single_turn(self, prompt_ids: Any, images: Any, multimodal_fields: Any, num_generations: int,
                               has_tool_images: bool = False) -> tuple[Any, Any]:
-        """TRL's generation, then the planned rows' completions replaced by their elites' tokens (and EOS)."""
+        """TRL's generation, the rows of plan novelty generated after their forced opening (which then opens their
+        completion), then the planned rows' completions replaced by their elites' tokens (and EOS)."""
+        forced, self._forced = self._forced, {}
+        if forced:
+            prompt_ids = [[*ids, *forced[row]] if row in forced else ids for row, ids in enumerate(prompt_ids)]
         completion_ids, logprobs = super()._generate_single_turn(prompt_ids, images, multimodal_fields,
                                                                  num_generations, has_tool_images)
+        limit = int(self.max_completion_length or 1 << 30)
+        for row, opening in forced.items():
+            completion_ids[row] = [*opening, *completion_ids[row]][:limit]
         tokenizer = cast(PreTrainedTokenizerBase, self.processing_class)
         eos = tokenizer.eos_token_id
         for row, text in self._elites.items():
             ids = tokenizer(text, add_special_tokens=False)["input_ids"]
-            completion_ids[row] = [*ids[: int(self.max_completion_length or len(ids) + 1) - 1], eos]
+            completion_ids[row] = [*ids[: limit - 1], eos]
         self._elites = {}
         return completion_ids, logprobs
 
@@ -305,14 +329,37 @@ def build_rl_trainer(params: Params, data_dir: Path, sft_dir: Path, output_dir: 
     ctx = RewardContext(params=params, executor=executor, reference=reference, observer=rollouts,
                         group_size=rp.num_generations)
     funcs = [factory(ctx) for factory in factories]
-    if rp.elite_replay > 0 and args.use_vllm:
-        raise ConfigError("rl_dgemm.elite_replay needs generation by transformers: vLLM's sampling log-probabilities "
-                          "would not match a replayed elite; set rl_dgemm.elite_replay: 0 or drop trl.use_vllm")
     trainer = SQDGRPOTrainer(model=model, reward_funcs=funcs, args=args, train_dataset=dataset,
                              processing_class=tokenizer, rollouts=rollouts, elite_replay=rp.elite_replay,
-                             elite_replay_behind=rp.elite_replay_behind, seed=rp.seed)
+                             elite_replay_behind=rp.elite_replay_behind, plan_novelty=rp.plan_novelty,
+                             kind_needs=novelty_needs(params, data_dir, args.use_vllm), seed=rp.seed)
     use_hpcrl_mlflow(trainer)
     return RLRun(trainer, rollouts, executor, funcs)
+
+
+def novelty_needs(params: Params, data_dir: Path, use_vllm: bool) -> dict[str, frozenset[Technique]]:
+    """What elite replay and plan novelty need before the first step: the kinds' required techniques from the
+    corpus when ``rl_dgemm.plan_novelty`` > 0 (else none), and generation by transformers.
+
+    Raises:
+        ConfigError: replay or novelty with vLLM (its sampling log-probabilities would not match a replaced or
+            forced row), or novelty on SFT data without plan lines or with the permitted line before them.
+        DataError: the corpus is missing or malformed.
+    """
+    rp = params.rl_dgemm
+    plan_line, plan_permitted = params.prepare.dgemm.plan_line, params.prepare.dgemm.plan_permitted
+    for name, share in (("elite_replay", rp.elite_replay), ("plan_novelty", rp.plan_novelty)):
+        if share > 0 and use_vllm:
+            raise ConfigError(f"rl_dgemm.{name} needs generation by transformers: vLLM's sampling log-probabilities "
+                              f"would not match a replaced or forced row; set rl_dgemm.{name}: 0 or drop trl.use_vllm")
+    if rp.plan_novelty <= 0:
+        return {}
+    if not plan_line or plan_permitted:
+        raise ConfigError("rl_dgemm.plan_novelty forces completions to open with a plan line, which the SFT policy "
+                          "learnt only with prepare.dgemm.plan_line: true and plan_permitted: false (got "
+                          f"plan_line {plan_line}, plan_permitted {plan_permitted}); set "
+                          "rl_dgemm.plan_novelty: 0 or prepare the data with those")
+    return kind_requirements(data_dir / "dgemm" / "corpus.jsonl")
 
 
 def run_rl(params: Params, data_dir: Path, sft_dir: Path, output_dir: Path, report_to: list[str],

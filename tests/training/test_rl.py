@@ -7,6 +7,8 @@ Run: ``.venv/bin/python -m pytest tests/training/test_rl.py -q``.
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import json
 import re
 from pathlib import Path
@@ -66,8 +68,6 @@ def test_scale_rewards_is_ours_and_reaches_grpo(tmp_path: Path) -> None:
 
 
 def test_loss_types_are_the_ones_trl_documents() -> None:
-    import dataclasses
-
     from trl import GRPOConfig
 
     from hpcrl_core.training.rl import LOSS_TYPES
@@ -139,6 +139,8 @@ def test_trl_hooks_we_override_still_exist() -> None:
     for name in ("_generate_and_score_completions", "_generate_single_turn", "_save_checkpoint", "_log_metric",
                  "_get_output_dir"):
         assert callable(getattr(GRPOTrainer, name, None)), name
+    # and writes its step statistics into this instance attribute, set in GRPOTrainer.__init__
+    assert "self._metrics = {" in inspect.getsource(GRPOTrainer.__init__)
 
 
 def test_rollouts_record_each_group_at_the_stage_it_was_shown() -> None:
@@ -242,6 +244,49 @@ def test_rollouts_record_each_visits_fastest_own_kernel_that_counts() -> None:
     rollouts(["s", "elite", "omp", "x", "y"], [slow, fast, forbidden, failed, failed], [1.0, 9.0, 0.0, -1.0, -1.0],
              {"problem_id": [a, a, a, b, b], "stage": [0] * 5, "permitted": [[]] * 5})
     assert (rollouts.archive.last_visit(a), rollouts.archive.last_visit(b)) == (5.0, 0.0)
+
+
+@pytest.mark.integration
+def test_a_training_step_generates_forced_rows_after_their_plan_opening(setup: tuple[Path, Path], tmp_path: Path,
+                                                                        bench_dirs: Settings) -> None:
+    from hpcrl_core.training.rl import build_rl_trainer
+
+    data, sft = setup
+    (data / "dgemm" / "corpus.jsonl").write_text(json.dumps(
+        {"name": "0001:naive:n", "kind": "naive", "code": "c", "techniques": []}) + "\n")
+    params = rl_params(max_steps=1, per_device_train_batch_size=4, num_generations=2, plan_novelty=1.0,
+                       max_completion_length=12)
+    run = build_rl_trainer(params, data, sft, tmp_path / "rl", report_to=[], settings=bench_dirs)
+    seen: list[str] = []
+    observer = run.reward_funcs[0].ctx.observer
+    run.reward_funcs[0].ctx = dataclasses.replace(
+        run.reward_funcs[0].ctx, observer=lambda texts, *a: (seen.extend(texts), observer(texts, *a)))
+    try:
+        run.trainer.train()
+    finally:
+        run.close()
+    # two groups of two at stage 0 (nothing permitted): the first row of each opens with the only kind allowed
+    assert len(seen) == 4 and seen[0].startswith("// plan: naive:") and seen[2].startswith("// plan: naive:")
+    assert not seen[1].startswith("// plan: naive:") and not seen[3].startswith("// plan: naive:")
+    history = run.trainer.state.log_history
+    # logged with the step that generated them (not held for the next step's flush)
+    assert [e["rollouts/novel_plans"] for e in history if "rollouts/novel_plans" in e] == [2.0]
+
+
+def test_plan_novelty_is_refused_where_it_cannot_act(setup: tuple[Path, Path], tmp_path: Path) -> None:
+    from hpcrl_core.training.rl import novelty_needs
+
+    data, _ = setup
+    params = rl_params(plan_novelty=0.5)
+    with pytest.raises(DataError, match="corpus.jsonl is missing"):
+        novelty_needs(params, data, use_vllm=False)
+    with pytest.raises(ConfigError, match="rl_dgemm.plan_novelty needs generation by transformers"):
+        novelty_needs(params, data, use_vllm=True)
+    no_plan = params.model_copy(update={"prepare": params.prepare.model_copy(update={
+        "dgemm": params.prepare.dgemm.model_copy(update={"plan_line": False})})})
+    with pytest.raises(ConfigError, match="plan_line: true and plan_permitted: false"):
+        novelty_needs(no_plan, data, use_vllm=False)
+    assert novelty_needs(rl_params(), data, use_vllm=False) == {}  # off: the corpus is not even read
 
 
 def test_rollouts_leave_replayed_elites_out_of_promotion_archive_and_distinct_counts() -> None:

@@ -162,10 +162,16 @@ def _assign(kernels: Sequence[CorpusKernel], problems: Sequence[Problem], seed: 
     return chosen
 
 
+def plan_prefix(kind: str) -> str:
+    """A plan line up to its parameters (``// plan: packed:``): what RL's plan novelty forces a completion to open
+    with (``hpcrl_core/algorithms/novelty.py``)."""
+    return f"// plan: {kind}:"
+
+
 def plan_line(kernel: CorpusKernel) -> str:
     """The comment an SFT completion opens with: the kernel's kind and the parameters the generator drew for it
     (``// plan: packed: packed-ext8-12x16-kc384-mc64-u2-omp``), from its name ``NNNN:kind:parameters``."""
-    return f"// plan: {kernel.kind}: {kernel.name.split(':', 2)[-1]}\n"
+    return f"{plan_prefix(kernel.kind)} {kernel.name.split(':', 2)[-1]}\n"
 
 
 def permitted_line(problem: Problem) -> str:
