@@ -11,7 +11,7 @@ No maths here. ``SQDGRPOTrainer`` subclasses GRPOTrainer at three hooks only:
   a kernel RL found stays in its groups, trained on with its measured reward like a sample (docs/sqd.md). With
   ``rl_dgemm.elite_replay_behind`` only visits after one that fell behind the elite get it. With
   ``rl_dgemm.plan_novelty`` > 0, in that share of the visits the first completion is generated after a forced
-  plan opening of a kind the problem's archive lacks (``hpcrl_core/algorithms/novelty.py``).
+  plan opening of a kind the problem's archive lacks (``hpcrl_core/algorithms/exploration.py``).
 - ``_save_checkpoint``: the curriculum state and the quality-diversity archive are written into ``checkpoint-N``
   *before* TRL writes ``trainer_state.json`` there, so a checkpoint that counts as complete
   (``checkpoints.last_checkpoint``) always carries them; a resumed run loads them back.
@@ -30,7 +30,6 @@ Test: ``pytest tests/training/test_rl.py``.
 
 from __future__ import annotations
 
-import random
 import statistics
 import sys
 from collections import defaultdict
@@ -44,7 +43,7 @@ from transformers import PreTrainedTokenizerBase
 from trl import GRPOConfig, GRPOTrainer
 
 from hpcrl_core.algorithms.archive import ARCHIVE_FILE, QDArchive
-from hpcrl_core.algorithms.novelty import kind_requirements, plan_novel_kinds, plan_prefix
+from hpcrl_core.algorithms.exploration import kind_requirements, plan_elites, plan_novel_kinds, plan_prefix
 from hpcrl_core.algorithms.sqd import STATE_FILE, SQDCurriculum, problems_from_records
 from hpcrl_core.bench.executor import BenchBackend, LocalExecutor, bench_backend
 from hpcrl_core.bench.extract import kernel_identity
@@ -236,38 +235,6 @@ class SQDGRPOTrainer(GRPOTrainer):
         self.rollouts.curriculum.save(folder / SQD_STATE)
         self.rollouts.archive.save(folder / ARCHIVE)
         super()._save_checkpoint(model, trial)
-
-
-def plan_elites(rows: Sequence[dict[str, Any]], group: int, archive: QDArchive, share: float,
-                key: tuple[int, int], behind: float | None = None) -> dict[int, str]:
-    """Which rows get an archive elite instead of a sample: the last row of a group (``group`` consecutive rows of
-    one problem, as TRL's sampler lays them out) in a share ``share`` of the groups, when the archive holds a kernel
-    of that problem whose techniques the row permits (the fastest such) and, with ``behind``, only when the
-    problem's last visit wrote nothing as fast as ``behind`` times that elite (``QDArchive.last_visit``): the
-    policy has fallen behind a kernel it wrote before. The draw is a function of ``key`` (seed, step) and the
-    problem, and the last visits are saved with the archive, so a resumed run replays the same visits.
-
-    Returns:
-        {row index: the elite's completion text}.
-    """
-    plan: dict[int, str] = {}
-    if share <= 0:
-        return plan
-    for start in range(0, len(rows) - group + 1, group):
-        members = rows[start:start + group]
-        pid = members[0]["problem_id"]
-        if any(m["problem_id"] != pid for m in members):
-            continue  # not a whole group: leave it as sampled
-        if random.Random(f"{key[0]}:{key[1]}:{pid}:{start}").random() >= share:
-            continue
-        elite = archive.best_within(pid, members[-1]["permitted"])
-        if elite is None:
-            continue
-        last = archive.last_visit(pid)
-        if behind is not None and last is not None and last >= behind * elite.gflops:
-            continue  # the policy still writes a kernel about as fast: nothing to bring back
-        plan[start + group - 1] = elite.code
-    return plan
 
 
 def rl_dataset(curriculum: SQDCurriculum) -> Dataset:

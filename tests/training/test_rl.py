@@ -31,7 +31,6 @@ from hpcrl_core.training.rl import (
     Rollouts,
     check_trl_options,
     grpo_config,
-    plan_elites,
     rl_dataset,
     run_rl,
 )
@@ -194,40 +193,6 @@ def test_dataset_rows_carry_the_current_stage_and_the_size_the_prompt_asks_for()
 ELITE = ("// plan: naive\n```c\nvoid dgemm(int n, const double *A, const double *B, double *C) {\n"
          "  for (int i = 0; i < n; i++)\n    for (int j = 0; j < n; j++) {\n      double s = 0.0;\n"
          "      for (int k = 0; k < n; k++) s += A[i * n + k] * B[k * n + j];\n      C[i * n + j] = s;\n    }\n}\n```")
-
-
-def test_elites_replace_the_last_row_of_planned_groups_within_the_permitted_set() -> None:
-    ids = [p.id for p in make_problems("train", 0, 3)]
-    archive = QDArchive(ids)
-    archive.add(ids[0], [], 2.0, "plain", step=1, stage=0)
-    archive.add(ids[0], ["openmp"], 9.0, "omp", step=2, stage=1)
-    archive.add(ids[1], ["simd"], 5.0, "simd", step=3, stage=1)
-    rows = ([{"problem_id": ids[0], "permitted": ["openmp"]}] * 3 + [{"problem_id": ids[0], "permitted": []}] * 3
-            + [{"problem_id": ids[1], "permitted": []}] * 3 + [{"problem_id": ids[2], "permitted": ["simd"]}] * 3)
-    assert plan_elites(rows, 3, archive, 0.0, (1, 0)) == {}
-    # every group drawn: the fastest kernel its permitted set allows; none for a set nothing archived fits
-    assert plan_elites(rows, 3, archive, 1.0, (1, 0)) == {2: "omp", 5: "plain"}
-    # rows that do not fall into whole groups of one problem are left as sampled (ids0 ids0 ids1 | ids1 ids1 ids2 | ..)
-    assert plan_elites(rows[4:], 3, archive, 1.0, (1, 0)) == {}
-    # half the visits, drawn by seed, step and problem: the same key gives the same plan (a resume replays it)
-    many = [{"problem_id": ids[0], "permitted": []}] * 200
-    drawn = plan_elites(many, 2, archive, 0.5, (7, 3))
-    assert drawn == plan_elites(many, 2, archive, 0.5, (7, 3)) and 30 <= len(drawn) <= 70
-    assert drawn != plan_elites(many, 2, archive, 0.5, (7, 4))
-    assert set(drawn) <= set(range(1, 200, 2))
-
-
-def test_with_behind_only_problems_whose_last_visit_fell_behind_the_elite_get_it() -> None:
-    ids = [p.id for p in make_problems("train", 0, 3)]
-    archive = QDArchive(ids)
-    for pid in ids:
-        archive.add(pid, [], 40.0, f"fast {pid}", step=1, stage=0)
-    archive.record_visit(ids[0], 37.0)  # within 0.9 of the elite: the policy still writes it
-    archive.record_visit(ids[1], 35.0)  # below 36: it fell behind
-    rows = [{"problem_id": pid, "permitted": []} for pid in ids for _ in range(2)]
-    assert plan_elites(rows, 2, archive, 1.0, (1, 0), behind=0.9) == {3: f"fast {ids[1]}", 5: f"fast {ids[2]}"}
-    assert plan_elites(rows, 2, archive, 1.0, (1, 0)) == {1: f"fast {ids[0]}", 3: f"fast {ids[1]}",
-                                                          5: f"fast {ids[2]}"}  # without: every drawn visit
 
 
 def test_rollouts_record_each_visits_fastest_own_kernel_that_counts() -> None:

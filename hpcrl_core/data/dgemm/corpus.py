@@ -164,7 +164,7 @@ def _assign(kernels: Sequence[CorpusKernel], problems: Sequence[Problem], seed: 
 
 def plan_prefix(kind: str) -> str:
     """A plan line up to its parameters (``// plan: packed:``): what RL's plan novelty forces a completion to open
-    with (``hpcrl_core/algorithms/novelty.py``)."""
+    with (``hpcrl_core/algorithms/exploration.py``)."""
     return f"// plan: {kind}:"
 
 

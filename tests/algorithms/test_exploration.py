@@ -1,7 +1,7 @@
-"""Plan novelty (hpcrl_core/algorithms/novelty.py): which kinds a visit may be forced to, from the corpus and the
-archive, and which rows are forced.
+"""Exploration aids (hpcrl_core/algorithms/exploration.py): which rows elite replay replaces, which kinds plan
+novelty may force a visit to (from the corpus and the archive), and which rows it forces.
 
-Run: ``pytest tests/algorithms/test_novelty.py``.
+Run: ``pytest tests/algorithms/test_exploration.py``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,14 @@ from pathlib import Path
 import pytest
 
 from hpcrl_core.algorithms.archive import QDArchive
-from hpcrl_core.algorithms.novelty import kind_of, kind_requirements, novel_kinds, plan_novel_kinds, plan_prefix
+from hpcrl_core.algorithms.exploration import (
+    kind_of,
+    kind_requirements,
+    novel_kinds,
+    plan_elites,
+    plan_novel_kinds,
+    plan_prefix,
+)
 from hpcrl_core.bench.techniques import Technique as T
 from hpcrl_core.data.dgemm.corpus import CorpusKernel, plan_line
 from hpcrl_core.data.dgemm.problems import make_problems
@@ -88,3 +95,37 @@ def test_the_first_row_of_drawn_groups_is_forced_reproducibly(tmp_path: Path) ->
     assert drawn == plan_novel_kinds(many, 2, archive, needs, 0.5, (7, 3)) and 60 <= len(drawn) <= 140
     assert set(drawn) <= set(range(0, 400, 2)) and set(drawn.values()) == {"naive", "reorder"}
     assert drawn != plan_novel_kinds(many, 2, archive, needs, 0.5, (7, 4))
+
+
+def test_elites_replace_the_last_row_of_planned_groups_within_the_permitted_set() -> None:
+    ids = [p.id for p in make_problems("train", 0, 3)]
+    archive = QDArchive(ids)
+    archive.add(ids[0], [], 2.0, "plain", step=1, stage=0)
+    archive.add(ids[0], ["openmp"], 9.0, "omp", step=2, stage=1)
+    archive.add(ids[1], ["simd"], 5.0, "simd", step=3, stage=1)
+    rows = ([{"problem_id": ids[0], "permitted": ["openmp"]}] * 3 + [{"problem_id": ids[0], "permitted": []}] * 3
+            + [{"problem_id": ids[1], "permitted": []}] * 3 + [{"problem_id": ids[2], "permitted": ["simd"]}] * 3)
+    assert plan_elites(rows, 3, archive, 0.0, (1, 0)) == {}
+    # every group drawn: the fastest kernel its permitted set allows; none for a set nothing archived fits
+    assert plan_elites(rows, 3, archive, 1.0, (1, 0)) == {2: "omp", 5: "plain"}
+    # rows that do not fall into whole groups of one problem are left as sampled (ids0 ids0 ids1 | ids1 ids1 ids2 | ..)
+    assert plan_elites(rows[4:], 3, archive, 1.0, (1, 0)) == {}
+    # half the visits, drawn by seed, step and problem: the same key gives the same plan (a resume replays it)
+    many = [{"problem_id": ids[0], "permitted": []}] * 200
+    drawn = plan_elites(many, 2, archive, 0.5, (7, 3))
+    assert drawn == plan_elites(many, 2, archive, 0.5, (7, 3)) and 30 <= len(drawn) <= 70
+    assert drawn != plan_elites(many, 2, archive, 0.5, (7, 4))
+    assert set(drawn) <= set(range(1, 200, 2))
+
+
+def test_with_behind_only_problems_whose_last_visit_fell_behind_the_elite_get_it() -> None:
+    ids = [p.id for p in make_problems("train", 0, 3)]
+    archive = QDArchive(ids)
+    for pid in ids:
+        archive.add(pid, [], 40.0, f"fast {pid}", step=1, stage=0)
+    archive.record_visit(ids[0], 37.0)  # within 0.9 of the elite: the policy still writes it
+    archive.record_visit(ids[1], 35.0)  # below 36: it fell behind
+    rows = [{"problem_id": pid, "permitted": []} for pid in ids for _ in range(2)]
+    assert plan_elites(rows, 2, archive, 1.0, (1, 0), behind=0.9) == {3: f"fast {ids[1]}", 5: f"fast {ids[2]}"}
+    assert plan_elites(rows, 2, archive, 1.0, (1, 0)) == {1: f"fast {ids[0]}", 3: f"fast {ids[1]}",
+                                                          5: f"fast {ids[2]}"}  # without: every drawn visit
