@@ -11,8 +11,8 @@ nothing as fast as that share of it (the policy fell behind a kernel it wrote be
 **Plan novelty** (``rl_dgemm.plan_novelty``): SFT completions open with a plan line naming the kernel's kind
 (``// plan: packed: packed-ext8-...``, ``prepare.dgemm.plan_line``). A policy can fit a kind it rarely chooses: at
 the temperatures RL samples at, a kind that is a few percent of the first tokens may never be sampled on a problem
-in the few visits it gets. In a drawn group the first row is generated after a forced opening ``// plan: <kind>:``,
-the kind drawn among those that
+in the few visits it gets. In a drawn group the first row is generated after a forced opening (the code fence, then
+``// plan: <kind>:``, as SFT completions open), the kind drawn among those that
 
 - the visit's permitted set allows: every corpus kernel of the kind uses at least the kind's *required*
   techniques (the intersection of their detected techniques in ``data/dgemm/corpus.jsonl``), and the visit
@@ -50,8 +50,9 @@ from hpcrl_core.files import json_lines
 __all__ = ["drawn_groups", "kind_of", "kind_requirements", "novel_kinds", "plan_elites", "plan_novel_kinds",
            "plan_prefix"]
 
-# the plan line of a completion, as ``data.dgemm.corpus.plan_line`` writes it: ``// plan: <kind>: <parameters>``
-_PLAN = re.compile(r"\A\s*// plan: ([A-Za-z0-9_]+):")
+# the plan line a completion opens with, inside its code fence, as the SFT data writes it (``data.dgemm.corpus``:
+# the fence, then ``// plan: <kind>: <parameters>``); a model may drop the fence
+_PLAN = re.compile(r"\A\s*(?:```[A-Za-z]*[ \t]*\n)?\s*// plan: ([A-Za-z0-9_]+):")
 
 
 def kind_of(completion: str) -> str | None:

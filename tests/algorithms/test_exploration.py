@@ -21,7 +21,7 @@ from hpcrl_core.algorithms.exploration import (
     plan_prefix,
 )
 from hpcrl_core.bench.techniques import Technique as T
-from hpcrl_core.data.dgemm.corpus import CorpusKernel, plan_line
+from hpcrl_core.data.dgemm.corpus import CorpusKernel, plan_line, sft_records
 from hpcrl_core.data.dgemm.problems import make_problems
 from hpcrl_core.errors import DataError
 
@@ -54,12 +54,20 @@ def test_a_missing_or_malformed_corpus_is_named(tmp_path: Path) -> None:
         kind_requirements(_corpus(tmp_path / "odd.jsonl", [("naive", ["magic"])]))
 
 
-def test_the_plan_line_sft_writes_names_its_kind() -> None:
-    kernel = CorpusKernel(name="0007:packed:packed-ext8-12x16", kind="packed", code="void dgemm() {}",
+def test_the_opening_of_sft_completions_names_its_kind() -> None:
+    from hpcrl_core.data.dgemm.problems import make_problems as problems
+    from hpcrl_core.data.schema import Record
+
+    kernel = CorpusKernel(name="0007:packed:packed-ext8-12x16", kind="packed", code="void dgemm() {}\n",
                           techniques=frozenset(), gflops=1.0, cv=0.0, intended=frozenset(), n=256)
-    assert kind_of(plan_line(kernel) + kernel.code) == "packed"
-    assert plan_line(kernel).startswith(plan_prefix("packed") + " ")
-    assert kind_of("#include <omp.h>\n// plan: packed: x\n") is None  # a plan line must open the completion
+    records: list[Record] = sft_records([kernel], problems("train", 0, 4), seed=1, per_kernel=1,
+                                        kind_weights={"packed": 1.0}, plan=True)
+    completion = records[0].completion[0]["content"]  # exactly what SFT trains on
+    assert kind_of(completion) == "packed" and completion.startswith(plan_prefix("packed") + " ")
+    assert kind_of(plan_line(kernel)) == "packed"  # a model that drops the fence
+    assert kind_of("```c\n#include <omp.h>\n// plan: packed: x\n") is None  # the plan line must open the code
+    without = sft_records([kernel], problems("train", 0, 4), seed=1, per_kernel=1, kind_weights={"packed": 1.0})
+    assert kind_of(without[0].completion[0]["content"]) is None
 
 
 def test_novel_kinds_are_permitted_and_not_yet_archived_for_the_problem(tmp_path: Path) -> None:
@@ -69,7 +77,7 @@ def test_novel_kinds_are_permitted_and_not_yet_archived_for_the_problem(tmp_path
     rich = ["loop_reorder", "cache_blocking", "register_blocking", "simd"]
     assert novel_kinds(ids[0], rich, archive, needs) == ["naive", "packed", "reorder"]
     assert novel_kinds(ids[0], ["simd"], archive, needs) == ["naive"]  # reorder and packed need more
-    archive.add(ids[0], [], 2.0, plan_prefix("naive") + " x\ncode", step=1, stage=0)
+    archive.add(ids[0], [], 2.0, plan_prefix("naive") + " x\ncode```", step=1, stage=0)
     archive.add(ids[0], ["loop_reorder", "simd"], 9.0, plan_prefix("reorder") + " y\ncode", step=2, stage=1)
     assert novel_kinds(ids[0], rich, archive, needs) == ["packed"]
     # a kernel the visit does not permit (simd) does not count as held: reorder is still new under loop_reorder only

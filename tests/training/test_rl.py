@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from hpcrl_core.algorithms.archive import QDArchive
+from hpcrl_core.algorithms.exploration import plan_prefix
 from hpcrl_core.algorithms.sqd import SQDCurriculum
 from hpcrl_core.bench.result import BenchResult, Status
 from hpcrl_core.config import Params, Settings, SQDParams, parse_params
@@ -220,7 +221,7 @@ def test_a_training_step_generates_forced_rows_after_their_plan_opening(setup: t
     (data / "dgemm" / "corpus.jsonl").write_text(json.dumps(
         {"name": "0001:naive:n", "kind": "naive", "code": "c", "techniques": []}) + "\n")
     params = rl_params(max_steps=1, per_device_train_batch_size=4, num_generations=2, plan_novelty=1.0,
-                       max_completion_length=12)
+                       max_completion_length=40)
     run = build_rl_trainer(params, data, sft, tmp_path / "rl", report_to=[], settings=bench_dirs)
     seen: list[str] = []
     observer = run.reward_funcs[0].ctx.observer
@@ -231,8 +232,9 @@ def test_a_training_step_generates_forced_rows_after_their_plan_opening(setup: t
     finally:
         run.close()
     # two groups of two at stage 0 (nothing permitted): the first row of each opens with the only kind allowed
-    assert len(seen) == 4 and seen[0].startswith("// plan: naive:") and seen[2].startswith("// plan: naive:")
-    assert not seen[1].startswith("// plan: naive:") and not seen[3].startswith("// plan: naive:")
+    opening = plan_prefix("naive")  # the code fence, then the plan line, as SFT completions open
+    assert len(seen) == 4 and seen[0].startswith(opening) and seen[2].startswith(opening)
+    assert not seen[1].startswith(opening) and not seen[3].startswith(opening)
     history = run.trainer.state.log_history
     # logged with the step that generated them (not held for the next step's flush)
     assert [e["rollouts/novel_plans"] for e in history if "rollouts/novel_plans" in e] == [2.0]

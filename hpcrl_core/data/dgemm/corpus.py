@@ -162,16 +162,19 @@ def _assign(kernels: Sequence[CorpusKernel], problems: Sequence[Problem], seed: 
     return chosen
 
 
+CODE_FENCE = "```c\n"  # what every SFT completion opens with, before the plan line and the code
+
+
 def plan_prefix(kind: str) -> str:
-    """A plan line up to its parameters (``// plan: packed:``): what RL's plan novelty forces a completion to open
-    with (``hpcrl_core/algorithms/exploration.py``)."""
-    return f"// plan: {kind}:"
+    """An SFT completion's opening up to the plan's parameters (the code fence, then ``// plan: packed:``): what
+    RL's plan novelty forces a completion to open with (``hpcrl_core/algorithms/exploration.py``)."""
+    return f"{CODE_FENCE}// plan: {kind}:"
 
 
 def plan_line(kernel: CorpusKernel) -> str:
     """The comment an SFT completion opens with: the kernel's kind and the parameters the generator drew for it
     (``// plan: packed: packed-ext8-12x16-kc384-mc64-u2-omp``), from its name ``NNNN:kind:parameters``."""
-    return f"{plan_prefix(kernel.kind)} {kernel.name.split(':', 2)[-1]}\n"
+    return f"// plan: {kernel.kind}: {kernel.name.split(':', 2)[-1]}\n"
 
 
 def permitted_line(problem: Problem) -> str:
@@ -221,7 +224,7 @@ def sft_records(kernels: Sequence[CorpusKernel], problems: Sequence[Problem], se
         meta = problem_metadata(p, {"kernel_name": k.name, "kernel_kind": k.kind,
                                     "kernel_techniques": _names(k.techniques)})
         body = (permitted_line(p) if plan_permitted else "") + (plan_line(k) if plan else "") + k.code
-        out.append(Record(family="dgemm", prompt=problem_prompt(p), completion=assistant("```c\n" + body + "```"),
+        out.append(Record(family="dgemm", prompt=problem_prompt(p), completion=assistant(CODE_FENCE + body + "```"),
                           answer="", metadata=meta,
                           provenance={"source": "synthetic:dgemm-corpus@1", "seed": seed, "variant": k.name}))
     return out
