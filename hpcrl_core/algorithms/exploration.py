@@ -12,7 +12,7 @@ nothing as fast as that share of it (the policy fell behind a kernel it wrote be
 (``// plan: packed: packed-ext8-...``, ``prepare.dgemm.plan_line``). A policy can fit a kind it rarely chooses: at
 the temperatures RL samples at, a kind that is a few percent of the first tokens may never be sampled on a problem
 in the few visits it gets. In a drawn group the first row is generated after a forced opening (the code fence, then
-``// plan: <kind>:``, as SFT completions open), the kind drawn among those that
+``// plan: <kind>``, as SFT completions open), the kind drawn among those that
 
 - the visit's permitted set allows: every corpus kernel of the kind uses at least the kind's *required*
   techniques (the intersection of their detected techniques in ``data/dgemm/corpus.jsonl``), and the visit
@@ -28,7 +28,7 @@ Use::
     elites = plan_elites(rows, group, archive, share, (seed, step), behind)  # {row: elite completion}
     needs = kind_requirements(data_dir / "dgemm" / "corpus.jsonl")
     forced = plan_novel_kinds(rows, group, archive, needs, share, (seed, step))  # {row: kind}
-    prefix = plan_prefix(forced[row])
+    opening = plan_prefix(forced[row])  # tokenized as in a plan line: training.rl.opening_ids
 
 Test: ``pytest tests/algorithms/test_exploration.py``.
 """

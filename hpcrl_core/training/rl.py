@@ -197,8 +197,7 @@ class SQDGRPOTrainer(GRPOTrainer):
         kinds = plan_novel_kinds(staged, int(self.num_generations or 1), self.rollouts.archive, self.kind_needs,
                                  self.plan_novelty, (self.seed, self.rollouts.step)) if training else {}
         tokenizer = cast(PreTrainedTokenizerBase, self.processing_class)
-        self._forced = {row: tokenizer(plan_prefix(kind), add_special_tokens=False)["input_ids"]
-                        for row, kind in kinds.items()}
+        self._forced = {row: opening_ids(tokenizer, plan_prefix(kind)) for row, kind in kinds.items()}
         out = super()._generate_and_score_completions(staged)
         metrics = {**cur.stats(), **self.rollouts.archive.stats(), **self.rollouts.stats()}
         if self.plan_novelty > 0:
@@ -235,6 +234,17 @@ class SQDGRPOTrainer(GRPOTrainer):
         self.rollouts.curriculum.save(folder / SQD_STATE)
         self.rollouts.archive.save(folder / ARCHIVE)
         super()._save_checkpoint(model, trial)
+
+
+def opening_ids(tokenizer: PreTrainedTokenizerBase, opening: str) -> list[int]:
+    """The token ids ``opening`` has at the start of a plan line, where ``: <parameters>`` follows it: the longest
+    run of leading tokens of ``opening + ": x"`` that decodes to a prefix of ``opening``. Tokenized alone, its last
+    token can differ from what SFT text holds there, and the policy would go on from ids it never saw."""
+    ids = tokenizer(opening + ": x", add_special_tokens=False)["input_ids"]
+    n = 0
+    while n < len(ids) and opening.startswith(str(tokenizer.decode(ids[:n + 1]))):
+        n += 1
+    return list(ids[:n])
 
 
 def rl_dataset(curriculum: SQDCurriculum) -> Dataset:

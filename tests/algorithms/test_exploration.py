@@ -63,7 +63,7 @@ def test_the_opening_of_sft_completions_names_its_kind() -> None:
     records: list[Record] = sft_records([kernel], problems("train", 0, 4), seed=1, per_kernel=1,
                                         kind_weights={"packed": 1.0}, plan=True)
     completion = records[0].completion[0]["content"]  # exactly what SFT trains on
-    assert kind_of(completion) == "packed" and completion.startswith(plan_prefix("packed") + " ")
+    assert kind_of(completion) == "packed" and completion.startswith(plan_prefix("packed") + ": ")
     assert kind_of(plan_line(kernel)) == "packed"  # a model that drops the fence
     assert kind_of("```c\n#include <omp.h>\n// plan: packed: x\n") is None  # the plan line must open the code
     without = sft_records([kernel], problems("train", 0, 4), seed=1, per_kernel=1, kind_weights={"packed": 1.0})
@@ -77,8 +77,8 @@ def test_novel_kinds_are_permitted_and_not_yet_archived_for_the_problem(tmp_path
     rich = ["loop_reorder", "cache_blocking", "register_blocking", "simd"]
     assert novel_kinds(ids[0], rich, archive, needs) == ["naive", "packed", "reorder"]
     assert novel_kinds(ids[0], ["simd"], archive, needs) == ["naive"]  # reorder and packed need more
-    archive.add(ids[0], [], 2.0, plan_prefix("naive") + " x\ncode```", step=1, stage=0)
-    archive.add(ids[0], ["loop_reorder", "simd"], 9.0, plan_prefix("reorder") + " y\ncode", step=2, stage=1)
+    archive.add(ids[0], [], 2.0, plan_prefix("naive") + ": x\ncode```", step=1, stage=0)
+    archive.add(ids[0], ["loop_reorder", "simd"], 9.0, plan_prefix("reorder") + ": y\ncode", step=2, stage=1)
     assert novel_kinds(ids[0], rich, archive, needs) == ["packed"]
     # a kernel the visit does not permit (simd) does not count as held: reorder is still new under loop_reorder only
     assert novel_kinds(ids[0], ["loop_reorder"], archive, needs) == ["reorder"]
@@ -89,7 +89,7 @@ def test_the_first_row_of_drawn_groups_is_forced_reproducibly(tmp_path: Path) ->
     needs = kind_requirements(_corpus(tmp_path / "corpus.jsonl"))
     ids = [p.id for p in make_problems("train", 0, 3)]
     archive = QDArchive(ids)
-    archive.add(ids[1], [], 2.0, plan_prefix("naive") + " x\ncode", step=1, stage=0)
+    archive.add(ids[1], [], 2.0, plan_prefix("naive") + ": x\ncode", step=1, stage=0)
     rows = ([{"problem_id": ids[0], "permitted": []}] * 2 + [{"problem_id": ids[1], "permitted": []}] * 2
             + [{"problem_id": ids[2], "permitted": ["loop_reorder"]}] * 2)
     assert plan_novel_kinds(rows, 2, archive, needs, 0.0, (1, 0)) == {}

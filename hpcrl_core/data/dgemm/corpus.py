@@ -166,9 +166,11 @@ CODE_FENCE = "```c\n"  # what every SFT completion opens with, before the plan l
 
 
 def plan_prefix(kind: str) -> str:
-    """An SFT completion's opening up to the plan's parameters (the code fence, then ``// plan: packed:``): what
-    RL's plan novelty forces a completion to open with (``hpcrl_core/algorithms/exploration.py``)."""
-    return f"{CODE_FENCE}// plan: {kind}:"
+    """An SFT completion's opening up to the end of the kind's name (the code fence, then ``// plan: packed``; no
+    kind's name begins another's): what RL's plan novelty forces a completion to open with
+    (``hpcrl_core/algorithms/exploration.py``). It stops before the colon, which the tokenizer joins to the space
+    after it in SFT text."""
+    return f"{CODE_FENCE}// plan: {kind}"
 
 
 def plan_line(kernel: CorpusKernel) -> str:
