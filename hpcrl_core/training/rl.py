@@ -237,14 +237,23 @@ class SQDGRPOTrainer(GRPOTrainer):
 
 
 def opening_ids(tokenizer: PreTrainedTokenizerBase, opening: str) -> list[int]:
-    """The token ids ``opening`` has at the start of a plan line, where ``: <parameters>`` follows it: the longest
-    run of leading tokens of ``opening + ": x"`` that decodes to a prefix of ``opening``. Tokenized alone, its last
-    token can differ from what SFT text holds there, and the policy would go on from ids it never saw."""
+    """The token ids ``opening`` has at the start of a plan line, where ``: <parameters>`` follows it: the leading
+    tokens of ``opening + ": x"`` up to the first whose text reaches the end of ``opening``. That token may run on
+    past it (``//Ġplan:Ġpacked:Ġ`` is one token of the DGEMM tokenizer), and is kept whole: tokenized alone,
+    ``opening`` ends in ids SFT text never holds there, and the policy would go on from ids it never saw.
+
+    Raises:
+        ConfigError: the tokenizer does not reproduce ``opening`` at the start of that text.
+    """
     ids = tokenizer(opening + ": x", add_special_tokens=False)["input_ids"]
-    n = 0
-    while n < len(ids) and opening.startswith(str(tokenizer.decode(ids[:n + 1]))):
-        n += 1
-    return list(ids[:n])
+    for n in range(1, len(ids) + 1):
+        text = str(tokenizer.decode(ids[:n]))
+        if text.startswith(opening):
+            return list(ids[:n])
+        if not opening.startswith(text):
+            break
+    raise ConfigError(f"the tokenizer does not reproduce the plan opening {opening!r} at the start of a completion; "
+                      "set rl_dgemm.plan_novelty: 0 for this model")
 
 
 def rl_dataset(curriculum: SQDCurriculum) -> Dataset:

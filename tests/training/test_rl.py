@@ -248,7 +248,9 @@ def test_a_forced_opening_has_the_ids_it_has_inside_a_plan_line() -> None:
         opening = plan_prefix(kind)
         ids = opening_ids(tok, opening)
         inside = tok(opening + ": blk16x16-u2\n#include <string.h>", add_special_tokens=False)["input_ids"]
-        assert inside[:len(ids)] == ids and opening.startswith(tok.decode(ids)) and len(tok.decode(ids)) > 5
+        # the ids SFT text has there, covering the whole opening (the last may run on into ": ")
+        assert inside[:len(ids)] == ids and tok.decode(ids).startswith(opening)
+        assert not tok.decode(ids[:-1]).startswith(opening)
 
 
 def test_plan_novelty_is_refused_where_it_cannot_act(setup: tuple[Path, Path], tmp_path: Path) -> None:
