@@ -52,6 +52,11 @@ def combination_label(techniques: Iterable[Technique]) -> str:
     return "".join(INITIALS[t] for t in ALL_TECHNIQUES if t in chosen) or "-"
 
 
+def _finite_number(value: object) -> bool:
+    """True for a finite int or float (a bool is not a number here)."""
+    return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+
+
 @dataclass(frozen=True)
 class Elite:
     """The best verified kernel of one niche."""
@@ -112,11 +117,9 @@ class QDArchive:
             KeyError: an unknown problem id.
             ValueError: gflops not finite or not positive, an unknown technique, step or stage out of range.
         """
-        if pid not in self._ids:
-            raise KeyError(f"unknown problem id {pid!r}: not one of the archive's {len(self._ids)} problems")
+        self._check_known(pid)
         techs = parse_techniques(str(t) for t in techniques)
-        if isinstance(gflops, bool) or not isinstance(gflops, int | float) or not math.isfinite(gflops) \
-                or gflops <= 0:
+        if not _finite_number(gflops) or gflops <= 0:
             raise ValueError(f"problem {pid}: gflops must be a finite number > 0 (a verified kernel), got {gflops!r}")
         if isinstance(step, bool) or not isinstance(step, int) or step < 0:
             raise ValueError(f"problem {pid}: step must be an integer >= 0, got {step!r}")
@@ -128,6 +131,10 @@ class QDArchive:
         self._elites[(pid, techs)] = Elite(pid, techs, float(gflops), str(code), step, stage)
         return True
 
+    def _check_known(self, pid: str) -> None:
+        if pid not in self._ids:
+            raise KeyError(f"unknown problem id {pid!r}: not one of the archive's {len(self._ids)} problems")
+
     def record_visit(self, pid: str, best_gflops: float) -> None:
         """Note the fastest verified kernel a visit of ``pid`` wrote (0.0 when it verified none); replaces the
         previous visit's.
@@ -136,10 +143,8 @@ class QDArchive:
             KeyError: an unknown problem id.
             ValueError: ``best_gflops`` not finite or negative.
         """
-        if pid not in self._ids:
-            raise KeyError(f"unknown problem id {pid!r}: not one of the archive's {len(self._ids)} problems")
-        if isinstance(best_gflops, bool) or not isinstance(best_gflops, int | float) \
-                or not math.isfinite(best_gflops) or best_gflops < 0:
+        self._check_known(pid)
+        if not _finite_number(best_gflops) or best_gflops < 0:
             raise ValueError(f"problem {pid}: a visit's best GFLOPS must be a finite number >= 0, got {best_gflops!r}")
         self._last_visit[pid] = float(best_gflops)
 
