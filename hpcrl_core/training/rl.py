@@ -182,6 +182,10 @@ class SQDGRPOTrainer(GRPOTrainer):
         self.rollouts = rollouts
         self.elite_replay, self.elite_replay_behind, self.seed = elite_replay, elite_replay_behind, seed
         self.plan_novelty, self.kind_needs = plan_novelty, dict(kind_needs or {})
+        tokenizer = cast(PreTrainedTokenizerBase, self.processing_class)
+        # per kind, the ids a forced row opens with: tokenized once, and a tokenizer that cannot reproduce an
+        # opening is refused here, before the first step
+        self._openings = {kind: opening_ids(tokenizer, plan_prefix(kind)) for kind in self.kind_needs}
         self._elites: dict[int, str] = {}  # planned for the generation under way: row -> elite completion text
         self._forced: dict[int, list[int]] = {}  # the same: row -> token ids its completion is forced to open with
 
@@ -196,8 +200,7 @@ class SQDGRPOTrainer(GRPOTrainer):
         self.rollouts.injected = frozenset(self._elites)
         kinds = plan_novel_kinds(staged, int(self.num_generations or 1), self.rollouts.archive, self.kind_needs,
                                  self.plan_novelty, (self.seed, self.rollouts.step)) if training else {}
-        tokenizer = cast(PreTrainedTokenizerBase, self.processing_class)
-        self._forced = {row: opening_ids(tokenizer, plan_prefix(kind)) for row, kind in kinds.items()}
+        self._forced = {row: self._openings[kind] for row, kind in kinds.items()}
         out = super()._generate_and_score_completions(staged)
         metrics = {**cur.stats(), **self.rollouts.archive.stats(), **self.rollouts.stats()}
         if self.plan_novelty > 0:
