@@ -1,0 +1,164 @@
+"""The odds that one RL visit samples a fast DGEMM kernel, read from a saved policy without training.
+
+Whether a GRPO run finds the fast kinds (packed micro-kernels, vector tiles) depends on how often the policy samples
+one that verifies, on the problems RL trains on, at the temperature RL samples at. This script measures that
+directly, separating the policy's **choice** of a kind from its **capacity** to write one:
+
+- **free**: ``--k`` samples per problem at ``--temperature`` (default ``rl_dgemm.temperature``), as a visit samples
+  them; each counted under the kind its plan line names (``exploration.kind_of``; "none" without one);
+- **forced**: per kind the problem's permitted set allows (``exploration.kind_requirements``), ``--k`` samples
+  after the forced opening ``// plan: <kind>`` (the ids ``training.rl.opening_ids`` gives, as plan novelty forces
+  them): can the policy write that kind once it is chosen.
+
+Problems: the first ``rl_dgemm.problems`` of ``data/dgemm/problems_train.jsonl`` (the ones RL trains on), rendered at
+``--stage`` (default 5, every technique permitted: the stage at which the fast kinds are allowed). Every sample is
+benchmarked at its problem's n on 1-core slots (``bench.short_timing``) and compared with numpy measured in the same
+run at that n; "fast" is ``targets.BEST_VS_NUMPY`` (0.8) of numpy or more. The visit odds are, per problem,
+1 - (1 - p)^G with p that problem's fast share of free samples and G ``rl_dgemm.num_generations``, averaged.
+
+Writes ``<out>/odds.json`` (every sample's kind, status and ratio) and prints the tables.
+
+Run: ``.venv/bin/python benchmarks/dgemm_odds.py --model checkpoints/sft/final [--data data] [--k 8]
+[--temperature 0.5] [--stage 5] [--kinds packed tile_vec] [--problems 16] [--seed 0] [--out experiments/odds]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import statistics
+import sys
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+
+from hpcrl_core.algorithms.exploration import kind_of, kind_requirements, plan_prefix  # noqa: E402
+from hpcrl_core.bench.executor import map_sized  # noqa: E402
+from hpcrl_core.config import Settings, load_params  # noqa: E402
+from hpcrl_core.data.dgemm.problems import problem_prompt  # noqa: E402
+from hpcrl_core.evaluation.dgemm import evaluation_executor, node_figures  # noqa: E402
+from hpcrl_core.evaluation.targets import BEST_VS_NUMPY  # noqa: E402
+from hpcrl_core.models.saved import load_saved_policy  # noqa: E402
+from hpcrl_core.training.rl import load_curriculum, opening_ids  # noqa: E402
+
+
+def sample(model: Any, tokenizer: Any, prompt: list[dict[str, str]], opening: Sequence[int], *, k: int,
+           temperature: float, seed: int, max_new_tokens: int) -> list[str]:
+    """k completions of ``prompt`` at ``temperature``, each opening with the token ids ``opening`` (may be empty),
+    decoded with the opening in front."""
+    text = tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
+    ids = [*tokenizer(text, add_special_tokens=False)["input_ids"], *opening]
+    x = torch.tensor([ids] * k)
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        out = model.generate(input_ids=x, attention_mask=torch.ones_like(x), do_sample=True,
+                             temperature=temperature, max_new_tokens=max_new_tokens,
+                             pad_token_id=tokenizer.pad_token_id or tokenizer.eos_token_id)
+    return [str(tokenizer.decode([*opening, *row[len(ids):].tolist()], skip_special_tokens=True)) for row in out]
+
+
+def cells(rows: Sequence[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]:
+    """Per value of ``key``: samples, the share whose plan line names that kind, verified share, fast share, best
+    ratio to numpy."""
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        groups[str(r[key])].append(r)
+    return {name: {"samples": len(g), "named": round(sum(r["kind"] == name for r in g) / len(g), 3),
+                   "verified": round(sum(r["status"] == "ok" for r in g) / len(g), 3),
+                   "fast": round(sum(r["fast"] for r in g) / len(g), 3),
+                   "best_vs_numpy": round(max((r["ratio"] or 0.0 for r in g), default=0.0), 3)}
+            for name, g in sorted(groups.items())}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default=str(ROOT / "checkpoints" / "sft" / "final"))
+    ap.add_argument("--data", default=str(ROOT / "data"))
+    ap.add_argument("--params", default=str(ROOT / "params.yaml"))
+    ap.add_argument("--k", type=int, default=8, help="samples per problem (free) and per problem and kind (forced)")
+    ap.add_argument("--temperature", type=float, default=None, help="default: rl_dgemm.temperature")
+    ap.add_argument("--stage", type=int, default=5, help="SQD stage the problems are rendered at (0-5)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--kinds", nargs="+", default=None, help="forced kinds (default: every kind the stage allows)")
+    ap.add_argument("--problems", type=int, default=None, help="the first this many RL problems (default: all)")
+    ap.add_argument("--max-new-tokens", type=int, default=None, help="default: rl_dgemm.max_completion_length")
+    ap.add_argument("--out", default=str(ROOT / "experiments" / "odds"))
+    a = ap.parse_args()
+    params, data = load_params(a.params), Path(a.data)
+    rp = params.rl_dgemm
+    temperature = rp.temperature if a.temperature is None else a.temperature
+    max_new = a.max_new_tokens or rp.max_completion_length
+    if not 0 <= a.stage <= 5 or a.k < 1 or temperature <= 0:
+        raise SystemExit("--stage must be 0-5, --k at least 1 and the temperature above 0")
+    curriculum = load_curriculum(params, data)
+    needs = kind_requirements(data / "dgemm" / "corpus.jsonl")
+    model, tokenizer = load_saved_policy(Path(a.model))
+    unknown = sorted(set(a.kinds or []) - set(needs))
+    if unknown:
+        raise SystemExit(f"--kinds {unknown}: not kinds of the corpus ({', '.join(sorted(needs))})")
+    openings = {kind: opening_ids(tokenizer, plan_prefix(kind)) for kind in needs}
+
+    meta: list[dict[str, Any]] = []
+    jobs: list[tuple[str, int]] = []
+    pids = curriculum.problem_ids[:a.problems] if a.problems else curriculum.problem_ids
+    for i, pid in enumerate(pids):
+        problem = dataclasses.replace(curriculum.problem(pid), stage=a.stage)
+        allowed = problem.permitted
+        runs = [("free", None)] + [("forced", kind) for kind, need in sorted(needs.items())
+                                        if need <= allowed and (a.kinds is None or kind in a.kinds)]
+        for mode, kind in runs:
+            texts = sample(model, tokenizer, problem_prompt(problem), openings[kind] if kind else [], k=a.k,
+                           temperature=temperature, seed=a.seed + i, max_new_tokens=max_new)
+            for text in texts:
+                meta.append({"problem_id": pid, "n": problem.n, "mode": mode, "forced": kind,
+                             "kind": kind_of(text) or "none"})
+                jobs.append((text, problem.n))
+        print(f"sampled problem {i + 1}/{len(pids)}", flush=True)
+
+    print(f"benchmarking {len(jobs)} kernels", flush=True)
+    with evaluation_executor(params, Settings()) as ex:
+        results = map_sized(ex, jobs)
+        numpy, _, nodes = node_figures(ex, results, sorted({n for _, n in jobs}))
+    for m, res in zip(meta, results, strict=True):
+        ref = res.reference(numpy) if res.ok else None
+        m["status"] = res.status.value
+        m["ratio"] = round(res.gflops / ref, 4) if ref and res.gflops is not None else None
+        m["fast"] = m["ratio"] is not None and m["ratio"] >= BEST_VS_NUMPY
+
+    free = [m for m in meta if m["mode"] == "free"]
+    forced = [m for m in meta if m["mode"] == "forced"]
+    odds = []
+    for pid in pids:
+        mine = [m for m in free if m["problem_id"] == pid]
+        odds.append(1 - (1 - sum(m["fast"] for m in mine) / len(mine)) ** rp.num_generations)
+    report = {"model": a.model, "temperature": temperature, "k": a.k, "stage": a.stage, "seed": a.seed,
+              "nodes": nodes, "numpy": numpy, "free": cells(free, "kind"), "forced": cells(forced, "forced"),
+              "free_fast_share": round(sum(m["fast"] for m in free) / len(free), 4),
+              "visit_odds": round(statistics.fmean(odds), 4), "samples": meta}
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "odds.json").write_text(json.dumps(report, indent=1) + "\n")
+
+    print(f"\n{a.model}: {len(pids)} RL problems at stage {a.stage}, T {temperature}, k {a.k}; "
+          f"numpy {min(numpy.values()):.1f}-{max(numpy.values()):.1f} GFLOPS")
+    for mode, table in (("free (the kind the plan line names)", report["free"]),
+                        ("forced (after // plan: <kind>)", report["forced"])):
+        print(f"\n{mode}\n| kind | samples | plan names it | verified | fast (>= {BEST_VS_NUMPY} numpy) "
+              "| best vs numpy |\n|---|---:|---:|---:|---:|---:|")
+        for kind, c in table.items():
+            print(f"| {kind} | {c['samples']} | {c['named']:.2f} | {c['verified']:.2f} | {c['fast']:.2f} "
+                  f"| {c['best_vs_numpy']:.2f} |")
+    print(f"\nfree samples fast: {report['free_fast_share']:.3f}; odds of a fast kernel in one visit of "
+          f"G = {rp.num_generations}, mean over problems: {report['visit_odds']:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
