@@ -7,8 +7,8 @@ directly, separating the policy's **choice** of a kind from its **capacity** to 
 - **free**: ``--k`` samples per problem at ``--temperature`` (default ``rl_dgemm.temperature``), as a visit samples
   them; each counted under the kind its plan line names (``exploration.kind_of``; "none" without one);
 - **forced**: per kind the problem's permitted set allows (``exploration.kind_requirements``), ``--k`` samples
-  after the forced opening ``// plan: <kind>`` (the ids ``training.rl.opening_ids`` gives, as plan novelty forces
-  them): can the policy write that kind once it is chosen.
+  after the forced opening ``// plan: <kind>``, in the ids one of the kind's SFT completions opens with, drawn per
+  sample (``exploration.opening_ids``, as plan novelty forces them): can the policy write that kind once chosen.
 
 Problems: the first ``rl_dgemm.problems`` of ``data/dgemm/problems_train.jsonl`` (the ones RL trains on), rendered at
 ``--stage`` (default 5, every technique permitted: the stage at which the fast kinds are allowed). Every sample is
@@ -27,9 +27,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import random
 import statistics
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -39,14 +40,14 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from hpcrl_core.algorithms.exploration import kind_of, kind_requirements, plan_prefix  # noqa: E402
+from hpcrl_core.algorithms.exploration import kind_of, kind_openings, kind_requirements, opening_ids  # noqa: E402
 from hpcrl_core.bench.executor import map_sized  # noqa: E402
 from hpcrl_core.config import Settings, load_params  # noqa: E402
 from hpcrl_core.data.dgemm.problems import problem_prompt  # noqa: E402
 from hpcrl_core.evaluation.dgemm import evaluation_executor, node_figures  # noqa: E402
 from hpcrl_core.evaluation.targets import BEST_VS_NUMPY  # noqa: E402
 from hpcrl_core.models.saved import load_saved_policy  # noqa: E402
-from hpcrl_core.training.rl import load_curriculum, opening_ids  # noqa: E402
+from hpcrl_core.training.rl import load_curriculum  # noqa: E402
 
 
 def sample(model: Any, tokenizer: Any, prompt: list[dict[str, str]], opening: Sequence[int], *, k: int,
@@ -103,7 +104,8 @@ def main() -> int:
     unknown = sorted(set(a.kinds or []) - set(needs))
     if unknown:
         raise SystemExit(f"--kinds {unknown}: not kinds of the corpus ({', '.join(sorted(needs))})")
-    openings = {kind: opening_ids(tokenizer, plan_prefix(kind)) for kind in needs}
+    texts = kind_openings(data / "dgemm" / "corpus.jsonl")
+    openings = {kind: opening_ids(tokenizer, kind, texts.get(kind, [])) for kind in needs}
 
     meta: list[dict[str, Any]] = []
     jobs: list[tuple[str, int]] = []
@@ -114,12 +116,16 @@ def main() -> int:
         runs = [("free", None)] + [("forced", kind) for kind, need in sorted(needs.items())
                                         if need <= allowed and (a.kinds is None or kind in a.kinds)]
         for mode, kind in runs:
-            texts = sample(model, tokenizer, problem_prompt(problem), openings[kind] if kind else [], k=a.k,
-                           temperature=temperature, seed=a.seed + i, max_new_tokens=max_new)
-            for text in texts:
-                meta.append({"problem_id": pid, "n": problem.n, "mode": mode, "forced": kind,
-                             "kind": kind_of(text) or "none"})
-                jobs.append((text, problem.n))
+            # free: one batch; forced: each sample opens with one of the kind's openings, drawn (seeded)
+            draws = Counter([()] * a.k) if kind is None else Counter(
+                tuple(random.Random(f"{a.seed}:{pid}:{kind}:{j}").choice(openings[kind])) for j in range(a.k))
+            for opening, count in sorted(draws.items()):
+                texts_out = sample(model, tokenizer, problem_prompt(problem), opening, k=count,
+                                   temperature=temperature, seed=a.seed + i, max_new_tokens=max_new)
+                for text in texts_out:
+                    meta.append({"problem_id": pid, "n": problem.n, "mode": mode, "forced": kind,
+                                 "kind": kind_of(text) or "none"})
+                    jobs.append((text, problem.n))
         print(f"sampled problem {i + 1}/{len(pids)}", flush=True)
 
     print(f"benchmarking {len(jobs)} kernels", flush=True)

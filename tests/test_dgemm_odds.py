@@ -7,9 +7,8 @@ Run: ``pytest tests/test_dgemm_odds.py``.
 from __future__ import annotations
 
 from benchmarks.dgemm_odds import cells, sample
-from hpcrl_core.algorithms.exploration import kind_of, plan_prefix
+from hpcrl_core.algorithms.exploration import kind_of, opening_ids, plan_prefix
 from hpcrl_core.models.tiny import build_tiny_model
-from hpcrl_core.training.rl import opening_ids
 from tests.models import TINY, sample_tokenizer
 
 PROMPT = [{"role": "user", "content": "Write a DGEMM kernel for n = 192."}]
@@ -18,7 +17,7 @@ PROMPT = [{"role": "user", "content": "Write a DGEMM kernel for n = 192."}]
 def test_forced_samples_open_with_the_plan_and_repeat_per_seed() -> None:
     tok = sample_tokenizer()
     model = build_tiny_model(TINY, tok, seed=3)
-    opening = opening_ids(tok, plan_prefix("packed"))
+    opening = opening_ids(tok, "packed", [plan_prefix("packed") + ": mr4\n"])[0]
     forced = sample(model, tok, PROMPT, opening, k=3, temperature=1.0, seed=5, max_new_tokens=6)
     assert len(forced) == 3 and all(t.startswith(plan_prefix("packed")) for t in forced)
     assert forced == sample(model, tok, PROMPT, opening, k=3, temperature=1.0, seed=5, max_new_tokens=6)

@@ -12,7 +12,8 @@ nothing as fast as that share of it (the policy fell behind a kernel it wrote be
 (``// plan: packed: packed-ext8-...``, ``prepare.dgemm.plan_line``). A policy can fit a kind it rarely chooses: at
 the temperatures RL samples at, a kind that is a few percent of the first tokens may never be sampled on a problem
 in the few visits it gets. In a drawn group the first row is generated after a forced opening (the code fence, then
-``// plan: <kind>``, as SFT completions open), the kind drawn among those that
+``// plan: <kind>``, in the token ids an SFT completion of one of the kind's kernels opens with, drawn: the DGEMM
+tokenizer joins the kind's name to the parameters after it), the kind drawn among those that
 
 - the visit's permitted set allows: every corpus kernel of the kind uses at least the kind's *required*
   techniques (the intersection of their detected techniques in ``data/dgemm/corpus.jsonl``), and the visit
@@ -28,7 +29,8 @@ Use::
     elites = plan_elites(rows, group, archive, share, (seed, step), behind)  # {row: elite completion}
     needs = kind_requirements(data_dir / "dgemm" / "corpus.jsonl")
     forced = plan_novel_kinds(rows, group, archive, needs, share, (seed, step))  # {row: kind}
-    opening = plan_prefix(forced[row])  # tokenized as in a plan line: training.rl.opening_ids
+    texts = kind_openings(data_dir / "dgemm" / "corpus.jsonl")  # how each kind's SFT completions open
+    choices = opening_ids(tokenizer, kind, texts[kind])  # the ids a forced row may open with, one per kernel
 
 Test: ``pytest tests/algorithms/test_exploration.py``.
 """
@@ -43,12 +45,12 @@ from typing import Any
 
 from hpcrl_core.algorithms.archive import QDArchive
 from hpcrl_core.bench.techniques import Technique, parse_techniques
-from hpcrl_core.data.dgemm.corpus import plan_prefix
-from hpcrl_core.errors import DataError
+from hpcrl_core.data.dgemm.corpus import CODE_FENCE, plan_line, plan_prefix
+from hpcrl_core.errors import ConfigError, DataError
 from hpcrl_core.files import json_lines
 
-__all__ = ["drawn_groups", "kind_of", "kind_requirements", "novel_kinds", "plan_elites", "plan_novel_kinds",
-           "plan_prefix"]
+__all__ = ["drawn_groups", "kind_of", "kind_openings", "kind_requirements", "novel_kinds", "opening_ids",
+           "plan_elites", "plan_novel_kinds", "plan_prefix"]
 
 # the plan line a completion opens with, inside its code fence, as the SFT data writes it (``data.dgemm.corpus``:
 # the fence, then ``// plan: <kind>: <parameters>``); a model may drop the fence
@@ -61,6 +63,25 @@ def kind_of(completion: str) -> str | None:
     return m.group(1) if m else None
 
 
+def _corpus_rows(corpus: Path, fields: Mapping[str, type]) -> list[tuple[int, dict[str, Any]]]:
+    """The rows of ``data/dgemm/corpus.jsonl`` with their line numbers, each with ``fields`` (name -> type).
+
+    Raises:
+        DataError: the corpus is missing or empty, or a line is not an object with those fields.
+    """
+    if not corpus.is_file():
+        raise DataError(f"{corpus} is missing; run `dvc repro prepare` to create the DGEMM corpus")
+    rows = []
+    for i, row in json_lines(corpus, hint="; rerun `dvc repro prepare`"):
+        if not isinstance(row, dict) or any(not isinstance(row.get(k), t) for k, t in fields.items()):
+            wanted = " or ".join(f"a {t.__name__} {k!r}" for k, t in fields.items())
+            raise DataError(f"{corpus}:{i} lacks {wanted}; rerun `dvc repro prepare`")
+        rows.append((i, row))
+    if not rows:
+        raise DataError(f"{corpus} holds no kernels; rerun `dvc repro prepare`")
+    return rows
+
+
 def kind_requirements(corpus: Path) -> dict[str, frozenset[Technique]]:
     """Per kernel kind of the corpus, the techniques every kernel of that kind uses (as detected when the corpus
     was prepared): the least a problem must permit for a kernel of the kind to respect it.
@@ -69,21 +90,56 @@ def kind_requirements(corpus: Path) -> dict[str, frozenset[Technique]]:
         DataError: the corpus is missing, a line lacks a string ``kind`` or a list ``techniques``, or names an
             unknown technique.
     """
-    if not corpus.is_file():
-        raise DataError(f"{corpus} is missing; run `dvc repro prepare` to create the DGEMM corpus")
     needs: dict[str, frozenset[Technique]] = {}
-    for i, row in json_lines(corpus, hint="; rerun `dvc repro prepare`"):
-        if not isinstance(row, dict) or not isinstance(row.get("kind"), str) \
-                or not isinstance(row.get("techniques"), list):
-            raise DataError(f"{corpus}:{i} lacks a string 'kind' or a list 'techniques'; rerun `dvc repro prepare`")
+    for i, row in _corpus_rows(corpus, {"kind": str, "techniques": list}):
         try:
             techs = parse_techniques(str(t) for t in row["techniques"])
         except ValueError as e:
             raise DataError(f"{corpus}:{i}: {e}") from None
         needs[row["kind"]] = needs[row["kind"]] & techs if row["kind"] in needs else techs
-    if not needs:
-        raise DataError(f"{corpus} holds no kernels; rerun `dvc repro prepare`")
     return needs
+
+
+def kind_openings(corpus: Path) -> dict[str, list[str]]:
+    """Per kernel kind of the corpus, how the SFT completions of its kernels open, as ``sft_records`` writes them
+    with plan lines: the code fence, the plan line, the kernel's first line. A forced opening must be a prefix of
+    these token for token (``training.rl.opening_ids``): the tokenizer joins the kind's name to the parameters
+    after it (``// plan: packed: packed-`` is one token of the DGEMM tokenizer), so ``plan_prefix`` tokenized on
+    its own ends in ids SFT text never holds there.
+
+    Raises:
+        DataError: the corpus is missing, or a line lacks a string ``kind``, ``name`` or ``code``.
+    """
+    out: dict[str, list[str]] = {}
+    for _, row in _corpus_rows(corpus, {"kind": str, "name": str, "code": str}):
+        first = row["code"].partition("\n")[0]
+        out.setdefault(row["kind"], []).append(CODE_FENCE + plan_line(row["kind"], row["name"]) + first + "\n")
+    return out
+
+
+def opening_ids(tokenizer: Any, kind: str, texts: Sequence[str]) -> list[list[int]]:
+    """The token ids a completion forced to plan ``kind`` may open with: per SFT completion of the kind's kernels
+    (``texts``: ``exploration.kind_openings``), its leading ids up to the first whose text reaches the end of the
+    kind's name. That id may run on into the parameters (the DGEMM tokenizer holds ``// plan: packed: packed-`` and
+    ``// plan: packed: packed-ext4-`` as single tokens) and is kept whole: ``plan_prefix(kind)`` tokenized on its
+    own ends in ids no SFT completion holds there, and the policy would go on from ids it never saw. One list per
+    text, so drawing one uniformly follows how often the kind's kernels open each way.
+
+    Raises:
+        ConfigError: no texts for the kind, or a text whose ids do not spell its plan opening.
+    """
+    opening = plan_prefix(kind)
+    if not texts:
+        raise ConfigError(f"plan novelty cannot force kind {kind!r}: the corpus holds no kernel of it")
+    out = []
+    for text in texts:
+        ids = list(tokenizer(text, add_special_tokens=False)["input_ids"])
+        n = next((n for n in range(1, len(ids) + 1) if str(tokenizer.decode(ids[:n])).startswith(opening)), 0)
+        if not n:
+            raise ConfigError(f"the tokenizer does not reproduce the plan opening {opening!r} of {text!r}; set "
+                              "rl_dgemm.plan_novelty: 0 for this model")
+        out.append(ids[:n])
+    return out
 
 
 def novel_kinds(pid: str, permitted: Sequence[str], archive: QDArchive,

@@ -30,6 +30,7 @@ Test: ``pytest tests/training/test_rl.py``.
 
 from __future__ import annotations
 
+import random
 import statistics
 import sys
 from collections import defaultdict
@@ -43,7 +44,13 @@ from transformers import PreTrainedTokenizerBase
 from trl import GRPOConfig, GRPOTrainer
 
 from hpcrl_core.algorithms.archive import ARCHIVE_FILE, QDArchive
-from hpcrl_core.algorithms.exploration import kind_requirements, plan_elites, plan_novel_kinds, plan_prefix
+from hpcrl_core.algorithms.exploration import (
+    kind_openings,
+    kind_requirements,
+    opening_ids,
+    plan_elites,
+    plan_novel_kinds,
+)
 from hpcrl_core.algorithms.sqd import STATE_FILE, SQDCurriculum, problems_from_records
 from hpcrl_core.bench.executor import BenchBackend, LocalExecutor, bench_backend
 from hpcrl_core.bench.extract import kernel_identity
@@ -177,15 +184,17 @@ class SQDGRPOTrainer(GRPOTrainer):
 
     def __init__(self, *args: Any, rollouts: Rollouts, elite_replay: float = 0.0,
                  elite_replay_behind: float | None = None, plan_novelty: float = 0.0,
-                 kind_needs: Mapping[str, frozenset[Technique]] | None = None, seed: int = 0, **kwargs: Any) -> None:
+                 kind_needs: Mapping[str, frozenset[Technique]] | None = None,
+                 kind_texts: Mapping[str, Sequence[str]] | None = None, seed: int = 0, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.rollouts = rollouts
         self.elite_replay, self.elite_replay_behind, self.seed = elite_replay, elite_replay_behind, seed
         self.plan_novelty, self.kind_needs = plan_novelty, dict(kind_needs or {})
         tokenizer = cast(PreTrainedTokenizerBase, self.processing_class)
-        # per kind, the ids a forced row opens with: tokenized once, and a tokenizer that cannot reproduce an
-        # opening is refused here, before the first step
-        self._openings = {kind: opening_ids(tokenizer, plan_prefix(kind)) for kind in self.kind_needs}
+        # per kind, the ids a forced row opens with (a prefix of its SFT completions' ids): tokenized once, and a
+        # kind whose completions share no opening that names it is refused here, before the first step
+        texts = kind_texts or {}
+        self._openings = {kind: opening_ids(tokenizer, kind, texts.get(kind, ())) for kind in self.kind_needs}
         self._elites: dict[int, str] = {}  # planned for the generation under way: row -> elite completion text
         self._forced: dict[int, list[int]] = {}  # the same: row -> token ids its completion is forced to open with
 
@@ -200,7 +209,9 @@ class SQDGRPOTrainer(GRPOTrainer):
         self.rollouts.injected = frozenset(self._elites)
         kinds = plan_novel_kinds(staged, int(self.num_generations or 1), self.rollouts.archive, self.kind_needs,
                                  self.plan_novelty, (self.seed, self.rollouts.step)) if training else {}
-        self._forced = {row: self._openings[kind] for row, kind in kinds.items()}
+        # one of the kind's openings, drawn as the kind was: from (seed, step, row) alone
+        self._forced = {row: random.Random(f"opening:{self.seed}:{self.rollouts.step}:{row}").choice(
+            self._openings[kind]) for row, kind in kinds.items()}
         out = super()._generate_and_score_completions(staged)
         metrics = {**cur.stats(), **self.rollouts.archive.stats(), **self.rollouts.stats()}
         if self.plan_novelty > 0:
@@ -237,26 +248,6 @@ class SQDGRPOTrainer(GRPOTrainer):
         self.rollouts.curriculum.save(folder / SQD_STATE)
         self.rollouts.archive.save(folder / ARCHIVE)
         super()._save_checkpoint(model, trial)
-
-
-def opening_ids(tokenizer: PreTrainedTokenizerBase, opening: str) -> list[int]:
-    """The token ids ``opening`` has at the start of a plan line, where ``: <parameters>`` follows it: the leading
-    tokens of ``opening + ": x"`` up to the first whose text reaches the end of ``opening``. That token may run on
-    past it (``//Ġplan:Ġpacked:Ġ`` is one token of the DGEMM tokenizer), and is kept whole: tokenized alone,
-    ``opening`` ends in ids SFT text never holds there, and the policy would go on from ids it never saw.
-
-    Raises:
-        ConfigError: the tokenizer does not reproduce ``opening`` at the start of that text.
-    """
-    ids = tokenizer(opening + ": x", add_special_tokens=False)["input_ids"]
-    for n in range(1, len(ids) + 1):
-        text = str(tokenizer.decode(ids[:n]))
-        if text.startswith(opening):
-            return list(ids[:n])
-        if not opening.startswith(text):
-            break
-    raise ConfigError(f"the tokenizer does not reproduce the plan opening {opening!r} at the start of a completion; "
-                      "set rl_dgemm.plan_novelty: 0 for this model")
 
 
 def rl_dataset(curriculum: SQDCurriculum) -> Dataset:
@@ -321,7 +312,9 @@ def build_rl_trainer(params: Params, data_dir: Path, sft_dir: Path, output_dir: 
     trainer = SQDGRPOTrainer(model=model, reward_funcs=funcs, args=args, train_dataset=dataset,
                              processing_class=tokenizer, rollouts=rollouts, elite_replay=rp.elite_replay,
                              elite_replay_behind=rp.elite_replay_behind, plan_novelty=rp.plan_novelty,
-                             kind_needs=novelty_needs(params, data_dir, args.use_vllm), seed=rp.seed)
+                             kind_needs=(needs := novelty_needs(params, data_dir, args.use_vllm)),
+                             kind_texts=kind_openings(data_dir / "dgemm" / "corpus.jsonl") if needs else {},
+                             seed=rp.seed)
     use_hpcrl_mlflow(trainer)
     return RLRun(trainer, rollouts, executor, funcs)
 

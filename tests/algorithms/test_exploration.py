@@ -14,8 +14,10 @@ import pytest
 from hpcrl_core.algorithms.archive import QDArchive
 from hpcrl_core.algorithms.exploration import (
     kind_of,
+    kind_openings,
     kind_requirements,
     novel_kinds,
+    opening_ids,
     plan_elites,
     plan_novel_kinds,
     plan_prefix,
@@ -23,7 +25,8 @@ from hpcrl_core.algorithms.exploration import (
 from hpcrl_core.bench.techniques import Technique as T
 from hpcrl_core.data.dgemm.corpus import CorpusKernel, plan_line, sft_records
 from hpcrl_core.data.dgemm.problems import make_problems
-from hpcrl_core.errors import DataError
+from hpcrl_core.errors import ConfigError, DataError
+from hpcrl_core.models.tokenizer import train_tokenizer
 
 CORPUS = [("naive", []), ("naive", ["openmp"]), ("reorder", ["loop_reorder"]),
           ("reorder", ["loop_reorder", "simd"]),
@@ -64,7 +67,7 @@ def test_the_opening_of_sft_completions_names_its_kind() -> None:
                                         kind_weights={"packed": 1.0}, plan=True)
     completion = records[0].completion[0]["content"]  # exactly what SFT trains on
     assert kind_of(completion) == "packed" and completion.startswith(plan_prefix("packed") + ": ")
-    assert kind_of(plan_line(kernel)) == "packed"  # a model that drops the fence
+    assert kind_of(plan_line(kernel.kind, kernel.name)) == "packed"  # a model that drops the fence
     assert kind_of("```c\n#include <omp.h>\n// plan: packed: x\n") is None  # the plan line must open the code
     without = sft_records([kernel], problems("train", 0, 4), seed=1, per_kernel=1, kind_weights={"packed": 1.0})
     assert kind_of(without[0].completion[0]["content"]) is None
@@ -137,3 +140,54 @@ def test_with_behind_only_problems_whose_last_visit_fell_behind_the_elite_get_it
     assert plan_elites(rows, 2, archive, 1.0, (1, 0), behind=0.9) == {3: f"fast {ids[1]}", 5: f"fast {ids[2]}"}
     assert plan_elites(rows, 2, archive, 1.0, (1, 0)) == {1: f"fast {ids[0]}", 3: f"fast {ids[1]}",
                                                           5: f"fast {ids[2]}"}  # without: every drawn visit
+
+
+# kernels whose plan lines a BPE trained on them joins as the DGEMM tokenizer does: "// plan: packed: packed-ex"
+# is one token, and so is "// plan: packed: packed-" where the parameters go on otherwise
+PLANNED = [("packed", "packed-ext4-6x8-kc256"), ("packed", "packed-ext4-4x8-kc128"),
+           ("packed", "packed-ext4-6x4-kc64"), ("packed", "packed-intrin4-4x12-kc256"),
+           ("packed", "packed-scalar-4x4-kc64"), ("naive", "ijk"), ("naive", "ikj")]
+CODE = "#include <string.h>\nvoid dgemm(int n) {}\n"
+
+
+def test_kind_openings_are_how_sft_completions_of_each_kind_open(tmp_path: Path) -> None:
+    from hpcrl_core.data.dgemm.problems import make_problems as problems
+
+    path = tmp_path / "corpus.jsonl"
+    path.write_text("".join(json.dumps({"name": f"{i:04d}:{k}:{p}", "kind": k, "code": CODE, "techniques": []})
+                            + "\n" for i, (k, p) in enumerate(PLANNED)))
+    texts = kind_openings(path)
+    assert sorted(texts) == ["naive", "packed"] and len(texts["packed"]) == 5
+    kernel = CorpusKernel(name="0000:packed:packed-ext4-6x8-kc256", kind="packed", code=CODE,
+                          techniques=frozenset(), gflops=1.0, cv=0.0, intended=frozenset(), n=256)
+    sft = sft_records([kernel], problems("train", 0, 4), seed=1, per_kernel=1, kind_weights={"packed": 1.0},
+                      plan=True)
+    assert sft[0].completion[0]["content"].startswith(texts["packed"][0])  # exactly how SFT text opens
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"kind": "naive", "techniques": [], "name": "0:naive:x"}) + "\n")
+    with pytest.raises(DataError, match="bad.jsonl:1 lacks"):
+        kind_openings(bad)
+
+
+def test_forced_openings_are_the_ids_sft_completions_open_with() -> None:
+    texts: dict[str, list[str]] = {}
+    for kind, params in PLANNED:
+        texts.setdefault(kind, []).append(f"```c\n// plan: {kind}: {params}\n{CODE.splitlines()[0]}\n")
+    tok = train_tokenizer([t + CODE + "```" for ts in texts.values() for t in ts] * 40, vocab_size=330,
+                          min_frequency=2)
+    for kind, kind_texts in texts.items():
+        choices = opening_ids(tok, kind, kind_texts)
+        assert len(choices) == len(kind_texts)
+        for ids, text in zip(choices, kind_texts, strict=True):
+            inside = tok(text, add_special_tokens=False)["input_ids"]
+            # a prefix of the ids SFT text has, spelling the kind's name whole, and no id longer than that needs
+            assert inside[:len(ids)] == ids and tok.decode(ids).startswith(plan_prefix(kind))
+            assert not tok.decode(ids[:-1]).startswith(plan_prefix(kind))
+    packed = {tuple(ids) for ids in opening_ids(tok, "packed", texts["packed"])}
+    assert len(packed) > 1  # the tokenizer opens packed kernels in more than one way: each is kept
+    alone = tok(plan_prefix("packed"), add_special_tokens=False)["input_ids"]
+    assert not any(tuple(alone) == ids for ids in packed)  # what tokenizing the opening alone would have forced
+    with pytest.raises(ConfigError, match="holds no kernel"):
+        opening_ids(tok, "tile_vec", [])
+    with pytest.raises(ConfigError, match="does not reproduce"):
+        opening_ids(tok, "packed", ["```c\n// plan: naive: ijk\n"])

@@ -240,19 +240,6 @@ def test_a_training_step_generates_forced_rows_after_their_plan_opening(setup: t
     assert [e["rollouts/novel_plans"] for e in history if "rollouts/novel_plans" in e] == [2.0]
 
 
-def test_a_forced_opening_has_the_ids_it_has_inside_a_plan_line() -> None:
-    from hpcrl_core.training.rl import opening_ids
-
-    tok = sample_tokenizer()
-    for kind in ("naive", "packed", "tile_vec", "ikj_unrolled"):
-        opening = plan_prefix(kind)
-        ids = opening_ids(tok, opening)
-        inside = tok(opening + ": blk16x16-u2\n#include <string.h>", add_special_tokens=False)["input_ids"]
-        # the ids SFT text has there, covering the whole opening (the last may run on into ": ")
-        assert inside[:len(ids)] == ids and tok.decode(ids).startswith(opening)
-        assert not tok.decode(ids[:-1]).startswith(opening)
-
-
 def test_plan_novelty_is_refused_where_it_cannot_act(setup: tuple[Path, Path], tmp_path: Path) -> None:
     from hpcrl_core.training.rl import novelty_needs
 

@@ -173,10 +173,10 @@ def plan_prefix(kind: str) -> str:
     return f"{CODE_FENCE}// plan: {kind}"
 
 
-def plan_line(kernel: CorpusKernel) -> str:
+def plan_line(kind: str, name: str) -> str:
     """The comment an SFT completion opens with: the kernel's kind and the parameters the generator drew for it
     (``// plan: packed: packed-ext8-12x16-kc384-mc64-u2-omp``), from its name ``NNNN:kind:parameters``."""
-    return f"// plan: {kernel.kind}: {kernel.name.split(':', 2)[-1]}\n"
+    return f"// plan: {kind}: {name.split(':', 2)[-1]}\n"
 
 
 def permitted_line(problem: Problem) -> str:
@@ -225,7 +225,7 @@ def sft_records(kernels: Sequence[CorpusKernel], problems: Sequence[Problem], se
             raise AssertionError(f"{k.name} uses {_names(k.techniques)}, {p.id} permits {_names(p.permitted)}")
         meta = problem_metadata(p, {"kernel_name": k.name, "kernel_kind": k.kind,
                                     "kernel_techniques": _names(k.techniques)})
-        body = (permitted_line(p) if plan_permitted else "") + (plan_line(k) if plan else "") + k.code
+        body = (permitted_line(p) if plan_permitted else "") + (plan_line(k.kind, k.name) if plan else "") + k.code
         out.append(Record(family="dgemm", prompt=problem_prompt(p), completion=assistant(CODE_FENCE + body + "```"),
                           answer="", metadata=meta,
                           provenance={"source": "synthetic:dgemm-corpus@1", "seed": seed, "variant": k.name}))

@@ -174,7 +174,7 @@ def test_the_plan_line_changes_no_verdict_of_the_engine(engine: Engine) -> None:
     kernels = [CorpusKernel(v.name, v.kind, v.code, v.intended, 1.0, 0.0, v.intended, 64) for v in variants]
     with LocalExecutor(engine) as ex:
         plain = ex.map([k.code for k in kernels], engine.params.n)
-        planned = ex.map(["```c\n" + plan_line(k) + k.code + "```" for k in kernels], engine.params.n)
+        planned = ex.map(["```c\n" + plan_line(k.kind, k.name) + k.code + "```" for k in kernels], engine.params.n)
     assert not any(r.cached for r in plain + planned)  # no result cache here: each was screened and run
     assert [r.status for r in planned] == [r.status for r in plain] and all(r.ok for r in plain)
     assert [r.techniques for r in planned] == [r.techniques for r in plain]
