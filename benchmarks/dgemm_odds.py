@@ -16,9 +16,11 @@ benchmarked at its problem's n on 1-core slots (``bench.short_timing``) and comp
 run at that n; "fast" is ``targets.BEST_VS_NUMPY`` (0.8) of numpy or more. The visit odds are, per problem,
 1 - (1 - p)^G with p that problem's fast share of free samples and G ``rl_dgemm.num_generations``, averaged.
 
-Writes ``<out>/odds.json`` (every sample's kind, status and ratio) and prints the tables.
+Several ``--model`` folders are sampled, then timed in one run against one numpy figure per size (numpy measured in
+separate runs on a shared VM moved by 10-25%, which moves the fast share with it). Writes ``<out>/odds.json``
+(every sample's model, kind, status and ratio) and prints the tables per model.
 
-Run: ``.venv/bin/python benchmarks/dgemm_odds.py --model checkpoints/sft/final [--data data] [--k 8]
+Run: ``.venv/bin/python benchmarks/dgemm_odds.py --model checkpoints/sft/final [more ...] [--data data] [--k 8]
 [--temperature 0.5] [--stage 5] [--kinds packed tile_vec] [--problems 16] [--seed 0] [--out experiments/odds]``.
 """
 
@@ -31,7 +33,7 @@ import random
 import statistics
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -78,9 +80,33 @@ def cells(rows: Sequence[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]
             for name, g in sorted(groups.items())}
 
 
+def sample_policy(model_dir: Path, problems: Sequence[Any], needs: Mapping[str, frozenset[Any]],
+                  texts: Mapping[str, Sequence[str]], a: argparse.Namespace, temperature: float,
+                  max_new: int) -> list[tuple[dict[str, Any], str]]:
+    """(metadata, completion) of every free and forced sample of one saved policy on ``problems``."""
+    model, tokenizer = load_saved_policy(model_dir)
+    openings = {kind: opening_ids(tokenizer, kind, texts.get(kind, [])) for kind in needs}
+    out = []
+    for i, problem in enumerate(problems):
+        runs = [("free", None)] + [("forced", kind) for kind, need in sorted(needs.items())
+                                   if need <= problem.permitted and (a.kinds is None or kind in a.kinds)]
+        for mode, kind in runs:
+            # free: one batch; forced: each sample opens with one of the kind's openings, drawn (seeded)
+            draws = Counter([()] * a.k) if kind is None else Counter(
+                tuple(random.Random(f"{a.seed}:{problem.id}:{kind}:{j}").choice(openings[kind])) for j in range(a.k))
+            for opening, count in sorted(draws.items()):
+                for text in sample(model, tokenizer, problem_prompt(problem), opening, k=count,
+                                   temperature=temperature, seed=a.seed + i, max_new_tokens=max_new):
+                    out.append(({"model": str(model_dir), "problem_id": problem.id, "n": problem.n, "mode": mode,
+                                 "forced": kind, "kind": kind_of(text) or "none"}, text))
+        print(f"{model_dir}: sampled problem {i + 1}/{len(problems)}", flush=True)
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default=str(ROOT / "checkpoints" / "sft" / "final"))
+    ap.add_argument("--model", nargs="+", default=[str(ROOT / "checkpoints" / "sft" / "final")],
+                    help="saved policies; several are timed in one run against one numpy figure per size")
     ap.add_argument("--data", default=str(ROOT / "data"))
     ap.add_argument("--params", default=str(ROOT / "params.yaml"))
     ap.add_argument("--k", type=int, default=8, help="samples per problem (free) and per problem and kind (forced)")
@@ -100,69 +126,53 @@ def main() -> int:
         raise SystemExit("--stage must be 0-5, --k at least 1 and the temperature above 0")
     curriculum = load_curriculum(params, data)
     needs = kind_requirements(data / "dgemm" / "corpus.jsonl")
-    model, tokenizer = load_saved_policy(Path(a.model))
     unknown = sorted(set(a.kinds or []) - set(needs))
     if unknown:
         raise SystemExit(f"--kinds {unknown}: not kinds of the corpus ({', '.join(sorted(needs))})")
     texts = kind_openings(data / "dgemm" / "corpus.jsonl")
-    openings = {kind: opening_ids(tokenizer, kind, texts.get(kind, [])) for kind in needs}
-
-    meta: list[dict[str, Any]] = []
-    jobs: list[tuple[str, int]] = []
     pids = curriculum.problem_ids[:a.problems] if a.problems else curriculum.problem_ids
-    for i, pid in enumerate(pids):
-        problem = dataclasses.replace(curriculum.problem(pid), stage=a.stage)
-        allowed = problem.permitted
-        runs = [("free", None)] + [("forced", kind) for kind, need in sorted(needs.items())
-                                        if need <= allowed and (a.kinds is None or kind in a.kinds)]
-        for mode, kind in runs:
-            # free: one batch; forced: each sample opens with one of the kind's openings, drawn (seeded)
-            draws = Counter([()] * a.k) if kind is None else Counter(
-                tuple(random.Random(f"{a.seed}:{pid}:{kind}:{j}").choice(openings[kind])) for j in range(a.k))
-            for opening, count in sorted(draws.items()):
-                texts_out = sample(model, tokenizer, problem_prompt(problem), opening, k=count,
-                                   temperature=temperature, seed=a.seed + i, max_new_tokens=max_new)
-                for text in texts_out:
-                    meta.append({"problem_id": pid, "n": problem.n, "mode": mode, "forced": kind,
-                                 "kind": kind_of(text) or "none"})
-                    jobs.append((text, problem.n))
-        print(f"sampled problem {i + 1}/{len(pids)}", flush=True)
+    problems = [dataclasses.replace(curriculum.problem(pid), stage=a.stage) for pid in pids]
+    samples = [s for m in a.model for s in sample_policy(Path(m), problems, needs, texts, a, temperature, max_new)]
 
-    print(f"benchmarking {len(jobs)} kernels", flush=True)
+    print(f"benchmarking {len(samples)} kernels", flush=True)
     with evaluation_executor(params, Settings()) as ex:
-        results = map_sized(ex, jobs)
-        numpy, _, nodes = node_figures(ex, results, sorted({n for _, n in jobs}))
+        results = map_sized(ex, [(text, m["n"]) for m, text in samples])
+        numpy, _, nodes = node_figures(ex, results, sorted({m["n"] for m, _ in samples}))
+    meta = [m for m, _ in samples]
     for m, res in zip(meta, results, strict=True):
         ref = res.reference(numpy) if res.ok else None
         m["status"] = res.status.value
         m["ratio"] = round(res.gflops / ref, 4) if ref and res.gflops is not None else None
         m["fast"] = m["ratio"] is not None and m["ratio"] >= BEST_VS_NUMPY
 
-    free = [m for m in meta if m["mode"] == "free"]
-    forced = [m for m in meta if m["mode"] == "forced"]
-    odds = []
-    for pid in pids:
-        mine = [m for m in free if m["problem_id"] == pid]
-        odds.append(1 - (1 - sum(m["fast"] for m in mine) / len(mine)) ** rp.num_generations)
-    report = {"model": a.model, "temperature": temperature, "k": a.k, "stage": a.stage, "seed": a.seed,
-              "nodes": nodes, "numpy": numpy, "free": cells(free, "kind"), "forced": cells(forced, "forced"),
-              "free_fast_share": round(sum(m["fast"] for m in free) / len(free), 4),
-              "visit_odds": round(statistics.fmean(odds), 4), "samples": meta}
+    report: dict[str, Any] = {"temperature": temperature, "k": a.k, "stage": a.stage, "seed": a.seed,
+                              "nodes": nodes, "numpy": numpy, "models": {}, "samples": meta}
+    print(f"\n{len(pids)} RL problems at stage {a.stage}, T {temperature}, k {a.k}; numpy "
+          f"{min(numpy.values()):.1f}-{max(numpy.values()):.1f} GFLOPS at n {min(numpy)}-{max(numpy)}")
+    for model in a.model:
+        mine = [m for m in meta if m["model"] == model]
+        free = [m for m in mine if m["mode"] == "free"]
+        odds = []
+        for pid in pids:
+            here = [m for m in free if m["problem_id"] == pid]
+            odds.append(1 - (1 - sum(m["fast"] for m in here) / len(here)) ** rp.num_generations)
+        block = {"free": cells(free, "kind"), "forced": cells([m for m in mine if m["mode"] == "forced"], "forced"),
+                 "free_fast_share": round(sum(m["fast"] for m in free) / len(free), 4),
+                 "visit_odds": round(statistics.fmean(odds), 4)}
+        report["models"][model] = block
+        print(f"\n## {model}")
+        for mode, table in (("free (the kind the plan line names)", block["free"]),
+                            ("forced (after // plan: <kind>)", block["forced"])):
+            print(f"\n{mode}\n| kind | samples | plan names it | verified | fast (>= {BEST_VS_NUMPY} numpy) "
+                  "| best vs numpy |\n|---|---:|---:|---:|---:|---:|")
+            for kind, c in table.items():
+                print(f"| {kind} | {c['samples']} | {c['named']:.2f} | {c['verified']:.2f} | {c['fast']:.2f} "
+                      f"| {c['best_vs_numpy']:.2f} |")
+        print(f"\nfree samples fast: {block['free_fast_share']:.3f}; odds of a fast kernel in one visit of "
+              f"G = {rp.num_generations}, mean over problems: {block['visit_odds']:.3f}")
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "odds.json").write_text(json.dumps(report, indent=1) + "\n")
-
-    print(f"\n{a.model}: {len(pids)} RL problems at stage {a.stage}, T {temperature}, k {a.k}; "
-          f"numpy {min(numpy.values()):.1f}-{max(numpy.values()):.1f} GFLOPS")
-    for mode, table in (("free (the kind the plan line names)", report["free"]),
-                        ("forced (after // plan: <kind>)", report["forced"])):
-        print(f"\n{mode}\n| kind | samples | plan names it | verified | fast (>= {BEST_VS_NUMPY} numpy) "
-              "| best vs numpy |\n|---|---:|---:|---:|---:|---:|")
-        for kind, c in table.items():
-            print(f"| {kind} | {c['samples']} | {c['named']:.2f} | {c['verified']:.2f} | {c['fast']:.2f} "
-                  f"| {c['best_vs_numpy']:.2f} |")
-    print(f"\nfree samples fast: {report['free_fast_share']:.3f}; odds of a fast kernel in one visit of "
-          f"G = {rp.num_generations}, mean over problems: {report['visit_odds']:.3f}")
     return 0
 
 
