@@ -32,7 +32,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 from hpcrl_core.bench.cache import ResultCache
 from hpcrl_core.bench.engine import Engine
@@ -284,6 +284,19 @@ class LocalExecutor:
         fut: Future[T] = Future()
         self._queue.put((fn, None, fut))
         return fut
+
+    def submit_best_on_slot(self, fn: Callable[[tuple[int, ...]], float], runs: int) -> Future[float]:
+        """The highest of ``runs`` figures ``fn(slot_cores)`` returns, each taken exclusively on a free slot and
+        apart in time as a kernel's fresh runs are (each next run waits behind the queued work): for a reference
+        measurement, where one taken in a slow phase of the shared host would skew every figure compared with it."""
+        if runs < 1:
+            raise ValueError(f"submit_best_on_slot: runs={runs} must be >= 1")
+        taken: list[float] = []
+
+        def job(slot: tuple[int, ...]) -> float | _Again:
+            taken.append(fn(slot))
+            return _AGAIN if len(taken) < runs else max(taken)
+        return cast("Future[float]", self.submit_on_slot(job))
 
     async def submit_async(self, completion: str | bytes, n: int | None = None) -> BenchResult:
         return await asyncio.wrap_future(self.submit(completion, n))

@@ -132,15 +132,19 @@ def node_figures(ex: BenchBackend, results: Sequence[BenchResult],
                  sizes: Iterable[int]) -> tuple[dict[int, float], float | None, list[str]]:
     """numpy's GFLOPS per size and the 1-core peak the report divides by, and the nodes that timed the kernels.
 
-    Locally: numpy measured now on a slot of this node at every size of ``sizes``, and its peak. On agents: per size,
+    Locally: numpy measured now on a slot of this node at every size of ``sizes`` (the best of ``timing.fresh_runs``
+    runs apart in time, as a kernel's figure), and its peak. On agents: per size,
     the median over the verified kernels timed at that size of the figures of the node that timed each (a size
     without one is left out; the peak None when no node gave one).
     """
     wanted = sorted(set(sizes))
     if isinstance(ex, LocalExecutor):
         q, lock_dir = ex.engine.params.timing.quantile, ex.engine.locks.folder
-        numpy = {n: ex.submit_on_slot(functools.partial(_numpy_gflops, n, quantile=q, lock_dir=lock_dir)).result()
-                 for n in wanted}
+        runs = ex.engine.params.timing.fresh_runs
+        # all sizes queued at once, so each size's next fresh run waits behind the other sizes' runs
+        pending = {n: ex.submit_best_on_slot(functools.partial(_numpy_gflops, n, quantile=q, lock_dir=lock_dir), runs)
+                   for n in wanted}
+        numpy = {n: fut.result() for n, fut in pending.items()}
         return numpy, ex.engine.node.peak_gflops(1), [ex.engine.node.model]
     by_size = node_references(results)
     peaks = [float(r.extra["node_peak_gflops"]) for r in results if r.extra.get("node_peak_gflops")]

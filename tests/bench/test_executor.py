@@ -155,3 +155,24 @@ def test_a_disturbed_figure_is_measured_again_and_the_one_nearest_full_speed_kep
     assert [r.gflops for r in seen] == [10.0, 12.0, 12.0, 12.0]  # 3 measurements, then the cached best
     assert [r.cached for r in seen] == [False, False, False, True]
     assert seen[-1].extra["measurements"] == 3 and seen[-1].disturbed
+
+
+def test_a_best_of_figure_takes_its_runs_apart_and_keeps_the_highest(tmp_path: Path) -> None:
+    # one slot: the reference's second run waits behind the job queued after it, as a kernel's fresh runs do
+    order: list[str] = []
+    figures = iter([25.6, 43.0, 41.0])
+
+    def reference(slot: tuple[int, ...]) -> float:
+        order.append("reference")
+        return next(figures)
+
+    with LocalExecutor(_slot_engine(tmp_path), cores=sorted(os.sched_getaffinity(0))[:1]) as ex:  # type: ignore[arg-type]
+        gate = threading.Event()
+        blocker = ex.submit_on_slot(lambda slot: gate.wait(5))  # holds the only slot while the rest is queued
+        best = ex.submit_best_on_slot(reference, 3)
+        other = ex.submit_on_slot(lambda slot: order.append("other"))
+        gate.set()
+        assert blocker.result() and best.result() == 43.0 and other.result() is None
+    assert order == ["reference", "other", "reference", "reference"]
+    with pytest.raises(ValueError, match="runs=0"):
+        LocalExecutor.submit_best_on_slot(ex, reference, 0)
