@@ -103,7 +103,7 @@ def kind_requirements(corpus: Path) -> dict[str, frozenset[Technique]]:
 def kind_openings(corpus: Path) -> dict[str, list[str]]:
     """Per kernel kind of the corpus, how the SFT completions of its kernels open, as ``sft_records`` writes them
     with plan lines: the code fence, the plan line, the kernel's first line. A forced opening must be a prefix of
-    these token for token (``training.rl.opening_ids``): the tokenizer joins the kind's name to the parameters
+    these token for token (``opening_ids``): the tokenizer joins the kind's name to the parameters
     after it (``// plan: packed: packed-`` is one token of the DGEMM tokenizer), so ``plan_prefix`` tokenized on
     its own ends in ids SFT text never holds there.
 
