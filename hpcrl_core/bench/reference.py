@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -68,6 +69,17 @@ def measure_numpy(n: int, cores: Sequence[int], *, quantile: float, timeout: flo
     return NumpyMeasure(d["gflops"], d["cv"], d["reps"], {"blas": d.get("blas"), "numpy": d.get("numpy")})
 
 
+def submit_numpy(executor: LocalExecutor, n: int) -> Future[float]:
+    """numpy's DGEMM GFLOPS at size n on a slot of ``executor``, as rewards and the evaluation compare kernels with
+    it: the best of ``timing.fresh_runs`` runs in fresh processes, apart in time like a kernel's figure (a single run
+    in a slow phase of the host read 40% low and skewed every reward at its n until measured again; docs/bench.md).
+    """
+    engine = executor.engine
+    return executor.submit_best_on_slot(lambda slot: measure_numpy(
+        n, slot, quantile=engine.params.timing.quantile, lock_dir=engine.locks.folder).gflops,
+        engine.params.timing.fresh_runs)
+
+
 class ReferenceTracker:
     """The reference GFLOPS (numpy, best_kernel or naive) for the executor's slot size, refreshed by age."""
 
@@ -90,12 +102,7 @@ class ReferenceTracker:
 
     def _measure(self, n: int) -> float:
         if self.kind == "numpy":
-            engine = self.executor.engine
-            # the best of fresh runs apart in time, as a kernel's figure: one numpy run in a slow phase read 40% low
-            # and skewed every reward at its n until it was measured again (docs/bench.md)
-            return self.executor.submit_best_on_slot(lambda slot: measure_numpy(
-                n, slot, quantile=engine.params.timing.quantile, lock_dir=engine.locks.folder).gflops,
-                engine.params.timing.fresh_runs).result()
+            return submit_numpy(self.executor, n).result()
         name = BEST_KERNEL if self.kind == "best_kernel" else "naive"
         # bypass the cache: the point is a fresh figure on today's node
         code = ladder_kernels()[name]

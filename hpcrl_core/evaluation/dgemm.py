@@ -29,7 +29,6 @@ Test: ``pytest tests/evaluation/test_dgemm.py tests/evaluation/test_runner.py``.
 from __future__ import annotations
 
 import argparse
-import functools
 import statistics
 import sys
 from collections import Counter
@@ -38,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from hpcrl_core.bench.executor import BenchBackend, LocalExecutor, bench_backend, map_sized
-from hpcrl_core.bench.reference import measure_numpy
+from hpcrl_core.bench.reference import submit_numpy
 from hpcrl_core.bench.result import BenchResult, Status, node_references
 from hpcrl_core.config import Params, Settings, load_params
 from hpcrl_core.data.schema import Record, read_jsonl
@@ -139,11 +138,8 @@ def node_figures(ex: BenchBackend, results: Sequence[BenchResult],
     """
     wanted = sorted(set(sizes))
     if isinstance(ex, LocalExecutor):
-        q, lock_dir = ex.engine.params.timing.quantile, ex.engine.locks.folder
-        runs = ex.engine.params.timing.fresh_runs
         # all sizes queued at once, so each size's next fresh run waits behind the other sizes' runs
-        pending = {n: ex.submit_best_on_slot(functools.partial(_numpy_gflops, n, quantile=q, lock_dir=lock_dir), runs)
-                   for n in wanted}
+        pending = {n: submit_numpy(ex, n) for n in wanted}
         numpy = {n: fut.result() for n, fut in pending.items()}
         return numpy, ex.engine.node.peak_gflops(1), [ex.engine.node.model]
     by_size = node_references(results)
@@ -151,11 +147,6 @@ def node_figures(ex: BenchBackend, results: Sequence[BenchResult],
     nodes = sorted({str(r.extra["node"]) for r in results if r.extra.get("node")})
     numpy = {n: by_size[n] for n in wanted if n in by_size}
     return numpy, (statistics.median(peaks) if peaks else None), nodes
-
-
-def _numpy_gflops(n: int, slot: Sequence[int], quantile: float, lock_dir: Path) -> float:
-    """numpy's DGEMM GFLOPS at size n on ``slot`` (run on a slot of the executor, exclusively)."""
-    return measure_numpy(n, slot, quantile=quantile, lock_dir=lock_dir).gflops
 
 
 def benchmark_groups(ex: BenchBackend, groups: Sequence[Sequence[str]], sizes: Sequence[int],

@@ -191,8 +191,8 @@ class SQDGRPOTrainer(GRPOTrainer):
         self.elite_replay, self.elite_replay_behind, self.seed = elite_replay, elite_replay_behind, seed
         self.plan_novelty, self.kind_needs = plan_novelty, dict(kind_needs or {})
         tokenizer = cast(PreTrainedTokenizerBase, self.processing_class)
-        # per kind, the ids a forced row opens with (a prefix of its SFT completions' ids): tokenized once, and a
-        # kind whose completions share no opening that names it is refused here, before the first step
+        # per kind, the ids a forced row may open with (one per SFT completion of its kernels): tokenized once, and a
+        # kind without kernels, or whose completions' ids do not spell its opening, is refused before the first step
         texts = kind_texts or {}
         self._openings = {kind: opening_ids(tokenizer, kind, texts.get(kind, ())) for kind in self.kind_needs}
         self._elites: dict[int, str] = {}  # planned for the generation under way: row -> elite completion text
