@@ -163,13 +163,16 @@ def _present(blocks: list[dict[str, Any]], key: str) -> list[float]:
 def yardstick_table(results: dict[str, list[dict[str, Any]]]) -> list[str]:
     """Per variant, mean ± std over seeds of the oracle yardstick (docs/sqd.md, "The held-out evaluation"); a run
     whose report predates it, or has no problem with an oracle, is left out of that column."""
-    columns = (("rl", "oracle_ratio"), ("sft", "oracle_ratio"), ("rl", "oracle_ratio_rich"), ("rl", "headroom_closed"),
-               ("rl", "best_vs_numpy"), ("rl", "distinct_kernels"), ("sft", "distinct_kernels"))
-    lines = ["| variant | RL oracle ratio | SFT oracle ratio | RL ratio, 4-5 techniques | headroom closed "
-             "| RL best vs numpy | RL distinct kernels | SFT distinct kernels |",
+    columns = (("rl", "oracle_ratio"), ("sft", "oracle_ratio"), ("rl", "oracle_ratio_rich"),
+               ("rl", "oracle_ratio_held_out"), ("rl", "oracle_ratio_drawn"), ("rl", "headroom_closed"),
+               ("rl", "best_vs_numpy"), ("rl", "distinct_kernels"), ("sft", "distinct_kernels"),
+               ("oracle", "distinct_kernels"))
+    lines = ["| variant | RL oracle ratio | SFT oracle ratio | RL ratio, 4-5 techniques | RL ratio, held-out sets "
+             "| RL ratio, drawn sets | headroom closed | RL best vs numpy | RL distinct kernels | SFT distinct kernels "
+             "| oracle distinct kernels |",
              "|---|" + "---:|" * len(columns)]
     for variant, reports in results.items():
-        cells = [_spread(_present([r[model] for r in reports], key)) for model, key in columns]
+        cells = [_spread(_present([r.get(model, {}) for r in reports], key)) for model, key in columns]
         lines.append(f"| {variant} | " + " | ".join(cells) + " |")
     return lines
 

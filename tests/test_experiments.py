@@ -59,9 +59,13 @@ def test_yardstick_table_spreads_over_seeds_and_leaves_out_runs_without_it() -> 
     first, second, old = _report(0.8, 2.0, 0.85, 6.0), _report(0.8, 2.0, 0.85, 6.0), _report(0.8, 2.0, 0.9, 5.0)
     first["rl"].update(oracle_ratio=0.7, oracle_ratio_rich=0.3, headroom_closed=0.4, distinct_kernels=10)
     second["rl"].update(oracle_ratio=0.9, oracle_ratio_rich=None, headroom_closed=0.6, distinct_kernels=20)
+    first["rl"].update(oracle_ratio_held_out=0.5, oracle_ratio_drawn=0.9)
+    second["rl"].update(oracle_ratio_held_out=0.7, oracle_ratio_drawn=0.9)
     first["sft"].update(oracle_ratio=0.25, distinct_kernels=40)
+    first["oracle"], second["oracle"] = {"distinct_kernels": 18}, {"distinct_kernels": 20}
     row = yardstick_table({"sqd": [first, second, old]})[2]
-    assert row == "| sqd | 0.8 ± 0.1 | 0.25 ± 0 | 0.3 ± 0 | 0.5 ± 0.1 | 0.1 ± 0 | 15 ± 5 | 40 ± 0 |"
+    assert row == ("| sqd | 0.8 ± 0.1 | 0.25 ± 0 | 0.3 ± 0 | 0.6 ± 0.1 | 0.9 ± 0 | 0.5 ± 0.1 | 0.1 ± 0 | 15 ± 5 "
+                   "| 40 ± 0 | 19 ± 1 |")
 
 
 def test_a_finished_run_is_reused_only_with_the_same_settings(tmp_path: Path) -> None:

@@ -15,8 +15,9 @@ problem of ``data/dgemm/problems_eval.jsonl`` (first ``evaluate.max_problems``),
 - the oracle yardstick (``add_yardstick``, definitions in ``oracle.py``): the corpus kernels
   (``data/dgemm/corpus.jsonl``) timed in the same run on the same backend at every problem size; per model
   ``oracle_ratio``,
-  ``oracle_ratio_rich``, ``distinct_kernels``, and against the baseline ``headroom_closed``; the report's
-  ``oracle`` block holds the per-problem table;
+  ``oracle_ratio_rich``, ``oracle_ratio_held_out``, ``oracle_ratio_drawn``, ``distinct_kernels``, and against
+  the baseline ``headroom_closed``; the report's ``oracle`` block holds the per-problem table and the number of
+  distinct oracle kernels;
 - ``dgemm_rows``: one sample row per kernel, the schema every DGEMM report's samples file uses: ``family``
   ("dgemm"), ``model``, ``id`` (the problem record), ``problem_id``, ``sample``, ``n`` (the size it was timed at:
   its problem's), ``permitted``, ``status``,
@@ -50,6 +51,8 @@ from hpcrl_core.evaluation.oracle import (
     corpus_summary,
     distinct_kernels,
     headroom_closed,
+    is_held_out,
+    oracle_distinct,
     oracle_metrics,
     oracle_table,
     read_corpus,
@@ -267,9 +270,9 @@ def add_yardstick(report: dict[str, Any], problems: Sequence[Record],
     it cannot lift a model towards (or past) the best permitted kernel. ``gflops_median`` and WinRate keep
     counting every verified kernel, and ``respect_rate`` says how many did not respect their problem.
 
-    Every model block gains ``oracle_ratio``, ``oracle_ratio_rich``, ``oracle_problems``, ``oracle_problems_rich``
-    and ``distinct_kernels``; every model but ``baseline`` (when present) ``headroom_closed``,
-    ``headroom_problems`` and ``headroom_excluded``.
+    Every model block gains ``oracle_ratio``, ``oracle_ratio_rich``, ``oracle_ratio_held_out``,
+    ``oracle_ratio_drawn``, the problem count of each (``oracle_problems``...) and ``distinct_kernels``; every
+    model but ``baseline`` (when present) ``headroom_closed``, ``headroom_problems`` and ``headroom_excluded``.
 
     Args:
         corpus: the corpus kernels, or None when the corpus file is missing (then no problem has an oracle).
@@ -288,6 +291,8 @@ def add_yardstick(report: dict[str, Any], problems: Sequence[Record],
     block: dict[str, Any] = {**corpus_summary(corpus or [], corpus_results), "problems_with_oracle": with_oracle,
                              "problems_without_oracle": len(oracles) - with_oracle,
                              "rich_problems": sum(len(set(p)) >= RICH for p in permitted),
+                             "held_out_problems": sum(map(is_held_out, permitted)),
+                             "distinct_kernels": oracle_distinct(corpus or [], oracles),
                              "table": oracle_table([p.metadata for p in problems], oracles, medians, bests)}
     if corpus is None:
         block["note"] = "data/dgemm/corpus.jsonl is missing: no problem has an oracle; run `dvc repro prepare`"

@@ -12,14 +12,19 @@ Definitions (``docs/sqd.md``, "The held-out evaluation"):
   permitted set: median over its *verified* kernels that *respect the problem*, like the oracle; 0.0 when there
   are none; failed samples and kernels using a forbidden technique are not counted as 0 inside the median) over
   the oracle's GFLOPS. ``oracle_ratio`` is the median of that over the problems with an oracle; ``oracle_ratio_rich``
-  the same over those that permit at least ``RICH`` (4) of the 5 techniques.
+  the same over those that permit at least ``RICH`` (4) of the 5 techniques; ``oracle_ratio_held_out`` over the
+  problems whose permitted set is one of the six no training problem is generated with
+  (``problems.HELD_OUT_PERMITTED``: half of the default eval problems, never in SFT data) and ``oracle_ratio_drawn``
+  over the rest, so a report says whether a model falls short on technique combinations it never saw or on those
+  it did.
 - **headroom closed** (a model against the baseline, SFT): per problem with an oracle faster than the baseline's
   median, (model median - baseline median) / (oracle - baseline median); mean over those problems. Not clipped:
   below 0 the model lost ground, above 1 it beat the oracle. Problems where the oracle is not faster are counted
   (``headroom_excluded``) and left out. One problem whose oracle is barely above the baseline dominates the mean
   (oracle 5.65, SFT 5.59, model 0 gives -84), so ``headroom_closed_median`` is reported beside it.
 - **distinct kernels**: distinct verified sources over all samples of a model, compared as the engine's cache does
-  (``normalise_code``: comments dropped, whitespace collapsed).
+  (``normalise_code``: comments dropped, whitespace collapsed). The oracle block's ``distinct_kernels`` counts the
+  distinct oracle kernels over the problems: a policy that wrote exactly the oracle everywhere would count that many.
 
 Test: ``pytest tests/evaluation/test_oracle.py``.
 """
@@ -35,6 +40,7 @@ from typing import Any
 from hpcrl_core.bench.executor import BenchBackend, map_sized
 from hpcrl_core.bench.extract import kernel_identity, normalise_code
 from hpcrl_core.bench.result import BenchResult
+from hpcrl_core.data.dgemm.problems import HELD_OUT_PERMITTED
 from hpcrl_core.errors import DataError
 from hpcrl_core.files import json_lines
 
@@ -145,12 +151,27 @@ def _median(values: Sequence[float | None]) -> float | None:
 
 def oracle_metrics(medians: Sequence[float], oracles: Sequence[Oracle],
                    permitted: Sequence[Sequence[str]]) -> dict[str, Any]:
-    """``oracle_ratio`` and ``oracle_ratio_rich`` of one model (None when no problem counts) and the number of
-    problems each is the median over (``oracle_problems``, ``oracle_problems_rich``)."""
+    """``oracle_ratio``, ``oracle_ratio_rich``, ``oracle_ratio_held_out`` and ``oracle_ratio_drawn`` of one model
+    (None when no problem counts) and the number of problems each is the median over (``oracle_problems``,
+    ``oracle_problems_rich``, ``oracle_problems_held_out``, ``oracle_problems_drawn``)."""
     ratios = problem_ratios(medians, oracles)
-    rich = [r for r, allowed in zip(ratios, permitted, strict=True) if len(set(allowed)) >= RICH]
-    return {"oracle_ratio": _median(ratios), "oracle_problems": sum(r is not None for r in ratios),
-            "oracle_ratio_rich": _median(rich), "oracle_problems_rich": sum(r is not None for r in rich)}
+    subsets = {"": [True] * len(ratios), "_rich": [len(set(allowed)) >= RICH for allowed in permitted],
+               "_held_out": [is_held_out(allowed) for allowed in permitted]}
+    subsets["_drawn"] = [not h for h in subsets["_held_out"]]
+    out: dict[str, Any] = {}
+    for suffix, keep in subsets.items():
+        kept = [r for r, k in zip(ratios, keep, strict=True) if k]
+        out[f"oracle_ratio{suffix}"] = _median(kept)
+        out[f"oracle_problems{suffix}"] = sum(r is not None for r in kept)
+    return out
+
+
+def is_held_out(permitted: Sequence[str]) -> bool:
+    """Whether a permitted set is one of the eval-only sets no training problem is generated with."""
+    return frozenset(permitted) in _HELD_OUT
+
+
+_HELD_OUT = frozenset(frozenset(str(t) for t in s) for s in HELD_OUT_PERMITTED)
 
 
 def headroom_closed(medians: Sequence[float], base: Sequence[float], oracles: Sequence[Oracle]) -> dict[str, Any]:
@@ -182,6 +203,12 @@ def distinct_kernels(results: Sequence[Sequence[BenchResult]], completions: Sequ
             if r.ok:
                 seen.add(kernel_identity(text))
     return len(seen)
+
+
+def oracle_distinct(corpus: Sequence[CorpusEntry], oracles: Sequence[Oracle]) -> int:
+    """The number of distinct oracle kernel sources (``normalise_code``) over the problems."""
+    code = {e.name: normalise_code(e.code) for e in corpus}
+    return len({code[o.kernel] for o in oracles if o.kernel is not None})
 
 
 def corpus_summary(corpus: Sequence[CorpusEntry], results: Mapping[int, Sequence[BenchResult]]) -> dict[str, int]:

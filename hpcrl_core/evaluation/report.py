@@ -31,6 +31,8 @@ HEADLINE_KEYS: tuple[tuple[str, str, str | None], ...] = (
     ("WinRate vs SFT", "winrate_vs_sft", None),
     ("oracle ratio", "oracle_ratio", None),
     ("oracle ratio (rich)", "oracle_ratio_rich", None),
+    ("oracle ratio (held-out sets)", "oracle_ratio_held_out", None),
+    ("oracle ratio (drawn sets)", "oracle_ratio_drawn", None),
     ("headroom closed", "headroom_closed", None),
     ("headroom closed (median)", "headroom_closed_median", None),
     ("distinct kernels", "distinct_kernels", None),
@@ -103,6 +105,9 @@ def oracle_line(eval_report: Mapping[str, Any] | None) -> str:
             f"({without} without, left out of the ratios); {block.get('corpus_distinct', 0)} corpus kernels timed at "
             f"n={sizes} (each problem's own), {block.get('corpus_verified', 0)} verified, "
             f"{block.get('corpus_cached', 0)} of {block.get('corpus_timings', 0)} timings from the result cache")
+    if block.get("distinct_kernels") is not None:
+        line += (f"; {block['distinct_kernels']} distinct oracle kernels; {block.get('held_out_problems', '-')} "
+                 "problems on technique sets no training problem is generated with")
     return line + (f"; {block['note']}" if block.get("note") else "")
 
 

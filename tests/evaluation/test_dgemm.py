@@ -91,6 +91,10 @@ def test_two_models_compared_on_the_held_out_problems(workspace: tuple[Path, Pat
     # them, the yardstick does not (a kernel using a forbidden technique is no answer to the problem)
     assert rl["oracle_ratio"] == 0.0 and rl["respect_rate"] == 0.0
     assert sft["distinct_kernels"] == rl["distinct_kernels"] == 1
+    # {openmp, simd} is one of the eval-only sets, {openmp} is not: one problem on each side of the split
+    assert oracle["held_out_problems"] == 1 and oracle["distinct_kernels"] == 1
+    assert sft["oracle_problems_held_out"] == sft["oracle_problems_drawn"] == 1
+    assert rl["oracle_ratio_held_out"] == rl["oracle_ratio_drawn"] == 0.0
     # the oracle (naive) is no faster than SFT's median (naive) on either problem: no headroom to close
     assert oracle["corpus_cached"] == 2 * len(EVAL_SIZES) and sft["oracle_ratio"] == 1.0  # the same sources: cached
     assert rl["headroom_excluded"] == 2 and rl["headroom_closed"] is None

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from hpcrl_core.bench.result import BenchResult, Status
-from hpcrl_core.data.dgemm.problems import make_problems, problem_record
+from hpcrl_core.data.dgemm.problems import HELD_OUT_PERMITTED, make_problems, problem_record
 from hpcrl_core.errors import DataError
 from hpcrl_core.evaluation.dgemm import add_yardstick, model_block
 from hpcrl_core.evaluation.oracle import (
@@ -24,6 +24,8 @@ from hpcrl_core.evaluation.oracle import (
     Oracle,
     distinct_kernels,
     headroom_closed,
+    is_held_out,
+    oracle_distinct,
     oracle_metrics,
     read_corpus,
     select_oracles,
@@ -91,6 +93,9 @@ def test_ratios_and_headroom_on_known_numbers() -> None:
     assert h["headroom_closed"] == pytest.approx(sum(expected) / 3)
     assert h["headroom_closed_median"] == pytest.approx(sorted(expected)[1])
     assert h["headroom_problems"] == 3 and h["headroom_excluded"] == 1
+    # held-out sets: ["openmp", "simd", "cache_blocking", "register_blocking"] only (problem b, ratio 0.5)
+    assert m["oracle_ratio_held_out"] == pytest.approx(0.5) and m["oracle_problems_held_out"] == 1
+    assert m["oracle_ratio_drawn"] == pytest.approx(0.8) and m["oracle_problems_drawn"] == 3  # 0.8, 1.0, 0.25
     empty = oracle_metrics([1.0], [Oracle()], [["simd"]])
     assert empty["oracle_ratio"] is None and empty["oracle_ratio_rich"] is None and empty["oracle_problems"] == 0
     assert headroom_closed([1.0], [2.0], [Oracle()])["headroom_closed"] is None
@@ -192,3 +197,17 @@ def test_report_blocks_gain_the_yardstick_and_flatten_to_numbers(tmp_path: Path)
     write_report(report, tmp_path / "eval_dgemm.json")  # no NaN anywhere
     missing = add_yardstick({"sft": {}, "rl": {}}, problems, results, samples, None, {})
     assert missing["problems_without_oracle"] == 3 and "corpus.jsonl is missing" in missing["note"]
+
+
+def test_held_out_sets_follow_the_problem_generator_whatever_the_order() -> None:
+    assert is_held_out(["simd", "openmp"]) and is_held_out(["register_blocking", "cache_blocking"])
+    assert not is_held_out(["openmp"]) and not is_held_out([]) and not is_held_out(["openmp", "simd", "loop_reorder"])
+    assert sum(is_held_out(sorted(str(t) for t in s)) for s in HELD_OUT_PERMITTED) == len(HELD_OUT_PERMITTED)
+
+
+def test_oracle_distinct_counts_sources_not_names() -> None:
+    corpus = [CorpusEntry("a", "void f() { }"), CorpusEntry("b", "void f()  {  }  // the same source"),
+              CorpusEntry("c", "void g() { }")]
+    assert oracle_distinct(corpus, [Oracle("a", 1.0), Oracle("b", 2.0), Oracle(), Oracle("a", 3.0)]) == 1
+    assert oracle_distinct(corpus, [Oracle("a", 1.0), Oracle("c", 2.0)]) == 2
+    assert oracle_distinct(corpus, [Oracle()]) == 0

@@ -47,7 +47,9 @@ def test_headline_reads_fixed_keys_from_both_reports() -> None:
 def test_oracle_line_states_coverage_or_its_absence() -> None:
     line = oracle_line(EVAL)
     assert "78 of 80 problems" in line and "2 without" in line and "n=208,240,272,304" in line
-    assert "240 of 1000 timings from the result cache" in line
+    assert "240 of 1000 timings from the result cache" in line and "distinct oracle kernels" not in line
+    counted = oracle_line({**EVAL, "oracle": {**EVAL["oracle"], "distinct_kernels": 18, "held_out_problems": 40}})
+    assert "18 distinct oracle kernels; 40 problems on technique sets" in counted
     assert "none in this report" in oracle_line({"sft": {}, "rl": {}}) and "none" in oracle_line(None)
 
 
