@@ -7,10 +7,13 @@ Each argument is an ``eval_dgemm.json`` or a folder holding one (``benchmarks/ex
 oracle GFLOPS; per model the median of its per-problem ratio (problem median / oracle, from the report's
 ``oracle.table``: the same numbers ``oracle_ratio`` is the median of), how many problem-runs reach
 ``--bar`` x oracle (default 0.85, issue 24's bar on the overall median), and, when the samples file is beside the
-report, the kernel kind its verified samples name most often (their ``// plan: <kind>:`` line). Then per report:
-overall, eval-only and drawn ratios and the problems at the bar.
+report, the kernel kind its verified samples name most often (their ``// plan: <kind>:`` line). With ``--data``,
+how many SFT records (``<data>/dgemm/train.jsonl``) pair that oracle kernel with a prompt: a kernel the policy saw
+once cannot be expected as its answer. Then per report: overall, eval-only and drawn ratios and the problems at the
+bar.
 
-Run: ``.venv/bin/python benchmarks/oracle_sets.py experiments/dgemm/*-sft*-s*/ [--models sft rl] [--bar 0.85]``
+Run: ``.venv/bin/python benchmarks/oracle_sets.py experiments/dgemm/*-sft*-s*/ [--data data] [--models sft rl]
+[--bar 0.85]``
 """
 
 from __future__ import annotations
@@ -71,8 +74,17 @@ def kinds_by_set(rows: Sequence[dict[str, Any]], model: str) -> dict[tuple[str, 
     return out
 
 
+def sft_pairings(data: Path) -> Counter[str]:
+    """How many SFT records pair each corpus kernel (by name) with a prompt."""
+    path = data / "dgemm" / "train.jsonl"
+    if not path.is_file():
+        raise DataError(f"{path}: no SFT data there (give the data folder the policies were trained on)")
+    return Counter(json.loads(line)["metadata"]["kernel_name"] for line in path.read_text().splitlines()
+                   if line.strip())
+
+
 def set_table(loaded: Sequence[tuple[dict[str, Any], list[dict[str, Any]]]], models: Sequence[str],
-              bar: float) -> list[str]:
+              bar: float, pairings: Counter[str] | None = None) -> list[str]:
     """The per-set rows (module docstring), eval-only sets first, then by set size."""
     problems: dict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
     kinds: dict[str, dict[tuple[str, ...], Counter[str]]] = {m: defaultdict(Counter) for m in models}
@@ -83,15 +95,19 @@ def set_table(loaded: Sequence[tuple[dict[str, Any], list[dict[str, Any]]]], mod
             for key, counts in kinds_by_set(rows, m).items():
                 kinds[m][key].update(counts)
     head = "| permitted set | eval-only | problem-runs | oracle kernel | oracle GFLOPS |"
+    head += " oracle's SFT records |" if pairings is not None else ""
     for m in models:
         head += f" {m} ratio | {m} at {bar} | {m} commonest kind |"
-    lines = [head, "|---|---|---:|---|---:|" + "---:|---:|---|" * len(models)]
+    lines = [head, "|---|---|---:|---|---:|" + ("---:|" if pairings is not None else "")
+             + "---:|---:|---|" * len(models)]
     for key in sorted(problems, key=lambda k: (not is_held_out(k), len(k), k)):
         entries = [e for e in problems[key] if e.get("oracle_gflops")]
         oracle = Counter(e["oracle_kernel"] for e in entries).most_common(1)
         cells = [", ".join(key) or "(none)", "yes" if is_held_out(key) else "", str(len(problems[key])),
                  oracle[0][0] if oracle else "-",
                  f"{statistics.median(e['oracle_gflops'] for e in entries):.1f}" if entries else "-"]
+        if pairings is not None:
+            cells.append(str(pairings[oracle[0][0]]) if oracle else "-")
         for m in models:
             ratios = [e[f"{m}_ratio"] for e in entries if e.get(f"{m}_ratio") is not None]
             common = kinds[m][key].most_common(1)
@@ -127,14 +143,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("reports", nargs="+", type=Path, help="eval_dgemm.json files or folders holding one")
     ap.add_argument("--models", nargs="+", default=["sft", "rl"], help="model blocks to read (default: sft rl)")
     ap.add_argument("--bar", type=float, default=0.85, help="ratio counted as reaching the oracle (default 0.85)")
+    ap.add_argument("--data", type=Path, default=None, help="data folder of the SFT policies: count how many SFT "
+                    "records hold each oracle kernel")
     a = ap.parse_args(argv)
     try:
         paths = [report_path(p) for p in a.reports]
         loaded = [load(p) for p in paths]
+        pairings = sft_pairings(a.data) if a.data is not None else None
     except DataError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    print("\n".join(set_table(loaded, a.models, a.bar)))
+    print("\n".join(set_table(loaded, a.models, a.bar, pairings)))
     print()
     print("\n".join(run_lines(paths, loaded, a.models, a.bar)))
     return 0

@@ -59,3 +59,18 @@ def test_a_report_without_the_yardstick_is_named(tmp_path: Path, capsys: pytest.
     assert "no oracle table" in capsys.readouterr().err
     assert main([str(tmp_path / "missing")]) == 2
     assert "no eval_dgemm.json there" in capsys.readouterr().err
+
+
+def test_the_oracle_kernels_sft_records_are_counted_from_the_data(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    run = _report(tmp_path / "a", [_entry(HELD, 0.2, 0.3, "rare"), _entry(DRAWN, 0.9, 0.5, "common")])
+    (tmp_path / "data" / "dgemm").mkdir(parents=True)
+    (tmp_path / "data" / "dgemm" / "train.jsonl").write_text("".join(
+        json.dumps({"metadata": {"kernel_name": name}}) + "\n" for name in ["common"] * 3 + ["rare", "other"]))
+    assert main([str(run), "--data", str(tmp_path / "data"), "--models", "rl"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    assert rows[0].startswith("| permitted set | eval-only | problem-runs | oracle kernel | oracle GFLOPS | oracle's")
+    assert rows[1] == "| openmp, simd | yes | 1 | rare | 10.0 | 1 | 0.20 | 0 | - |"
+    assert rows[2] == "| loop_reorder |  | 1 | common | 10.0 | 3 | 0.90 | 1 | - |"
+    assert main([str(run), "--data", str(tmp_path / "nowhere")]) == 2
+    assert "no SFT data there" in capsys.readouterr().err
