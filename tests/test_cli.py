@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from hpcrl_core.bench.reference import NumpyMeasure
 from hpcrl_core.cli import main
 from hpcrl_core.config import Settings
 from tests.bench.test_adversarial import GOOD
@@ -70,6 +71,20 @@ def test_bench_reference_table(project: Path, capsys: pytest.CaptureFixture[str]
     data = json.loads(report.read_text())
     assert data["n"] == 64 and data["naive_gflops"] > 0 and data["numpy_gflops"] > 0
     assert data["best_kernel_gflops"] > data["naive_gflops"]
+
+
+@pytest.mark.integration
+def test_bench_reference_is_the_best_of_fresh_runs_as_rewards_take_it(
+        project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "params.yaml").write_text(yaml.safe_dump(
+        {"bench": {**FAST_BENCH, "timing": {**FAST_BENCH["timing"], "fresh_runs": 3}}}))
+    figures = iter([25.6, 43.0, 41.0])  # the first run in a slow phase of the host
+    monkeypatch.setattr("hpcrl_core.bench.reference.measure_numpy",
+                        lambda n, cores, **kw: NumpyMeasure(next(figures), 0.01, 5, {"blas": "fake"}))
+    report = project / "node_reference.json"
+    assert main(["bench", "--reference", "--params", str(project / "params.yaml"), "--report", str(report)]) == 0
+    assert json.loads(report.read_text())["numpy_gflops"] == 43.0
+    assert "best of 3 runs" in capsys.readouterr().err
 
 
 def test_bench_errors(project: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -285,18 +285,20 @@ class LocalExecutor:
         self._queue.put((fn, None, fut))
         return fut
 
-    def submit_best_on_slot(self, fn: Callable[[tuple[int, ...]], float], runs: int) -> Future[float]:
-        """The highest of ``runs`` figures ``fn(slot_cores)`` returns, each taken exclusively on a free slot and
-        apart in time as a kernel's fresh runs are (each next run waits behind the queued work): for a reference
-        measurement, where one taken in a slow phase of the shared host would skew every figure compared with it."""
+    def submit_best_on_slot(self, fn: Callable[[tuple[int, ...]], T], runs: int,
+                            key: Callable[[T], float]) -> Future[T]:
+        """The highest by ``key`` (its figure) of ``runs`` results ``fn(slot_cores)`` returns, each
+        taken exclusively on a free slot and apart in time as a kernel's fresh runs are (each next run waits behind
+        the queued work): for a reference measurement, where one taken in a slow phase of the shared host would skew
+        every figure compared with it. Ties keep the first."""
         if runs < 1:
             raise ValueError(f"submit_best_on_slot: runs={runs} must be >= 1")
-        taken: list[float] = []
+        taken: list[T] = []
 
-        def job(slot: tuple[int, ...]) -> float | _Again:
+        def job(slot: tuple[int, ...]) -> T | _Again:
             taken.append(fn(slot))
-            return _AGAIN if len(taken) < runs else max(taken)
-        return cast("Future[float]", self.submit_on_slot(job))
+            return _AGAIN if len(taken) < runs else max(taken, key=key)
+        return cast("Future[T]", self.submit_on_slot(job))
 
     async def submit_async(self, completion: str | bytes, n: int | None = None) -> BenchResult:
         return await asyncio.wrap_future(self.submit(completion, n))

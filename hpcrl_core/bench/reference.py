@@ -69,15 +69,16 @@ def measure_numpy(n: int, cores: Sequence[int], *, quantile: float, timeout: flo
     return NumpyMeasure(d["gflops"], d["cv"], d["reps"], {"blas": d.get("blas"), "numpy": d.get("numpy")})
 
 
-def submit_numpy(executor: LocalExecutor, n: int) -> Future[float]:
-    """numpy's DGEMM GFLOPS at size n on a slot of ``executor``, as rewards and the evaluation compare kernels with
-    it: the best of ``timing.fresh_runs`` runs in fresh processes, apart in time like a kernel's figure (a single run
-    in a slow phase of the host read 40% low and skewed every reward at its n until measured again; docs/bench.md).
+def submit_numpy(executor: LocalExecutor, n: int) -> Future[NumpyMeasure]:
+    """numpy's DGEMM at size n on a slot of ``executor``, as rewards, the evaluation and ``hpcrl bench`` compare
+    kernels with it: the measurement with the highest GFLOPS of ``timing.fresh_runs`` runs in fresh processes, apart
+    in time like a kernel's figure (a single run in a slow phase of the host read 40% low and skewed every reward at
+    its n until measured again; docs/bench.md).
     """
     engine = executor.engine
     return executor.submit_best_on_slot(lambda slot: measure_numpy(
-        n, slot, quantile=engine.params.timing.quantile, lock_dir=engine.locks.folder).gflops,
-        engine.params.timing.fresh_runs)
+        n, slot, quantile=engine.params.timing.quantile, lock_dir=engine.locks.folder),
+        engine.params.timing.fresh_runs, key=lambda m: m.gflops)
 
 
 class ReferenceTracker:
@@ -102,7 +103,7 @@ class ReferenceTracker:
 
     def _measure(self, n: int) -> float:
         if self.kind == "numpy":
-            return submit_numpy(self.executor, n).result()
+            return submit_numpy(self.executor, n).result().gflops
         name = BEST_KERNEL if self.kind == "best_kernel" else "naive"
         # bypass the cache: the point is a fresh figure on today's node
         code = ladder_kernels()[name]

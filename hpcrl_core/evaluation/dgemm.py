@@ -143,7 +143,7 @@ def node_figures(ex: BenchBackend, results: Sequence[BenchResult],
     if isinstance(ex, LocalExecutor):
         # all sizes queued at once, so each size's next fresh run waits behind the other sizes' runs
         pending = {n: submit_numpy(ex, n) for n in wanted}
-        numpy = {n: fut.result() for n, fut in pending.items()}
+        numpy = {n: fut.result().gflops for n, fut in pending.items()}
         return numpy, ex.engine.node.peak_gflops(1), [ex.engine.node.model]
     by_size = node_references(results)
     peaks = [float(r.extra["node_peak_gflops"]) for r in results if r.extra.get("node_peak_gflops")]

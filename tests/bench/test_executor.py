@@ -169,10 +169,10 @@ def test_a_best_of_figure_takes_its_runs_apart_and_keeps_the_highest(tmp_path: P
     with LocalExecutor(_slot_engine(tmp_path), cores=sorted(os.sched_getaffinity(0))[:1]) as ex:  # type: ignore[arg-type]
         gate = threading.Event()
         blocker = ex.submit_on_slot(lambda slot: gate.wait(5))  # holds the only slot while the rest is queued
-        best = ex.submit_best_on_slot(reference, 3)
+        best = ex.submit_best_on_slot(reference, 3, key=lambda g: g)
         other = ex.submit_on_slot(lambda slot: order.append("other"))
         gate.set()
         assert blocker.result() and best.result() == 43.0 and other.result() is None
     assert order == ["reference", "other", "reference", "reference"]
     with pytest.raises(ValueError, match="runs=0"):
-        LocalExecutor.submit_best_on_slot(ex, reference, 0)
+        LocalExecutor.submit_best_on_slot(ex, reference, 0, key=lambda g: g)
