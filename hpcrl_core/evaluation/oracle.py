@@ -45,6 +45,7 @@ from hpcrl_core.errors import DataError
 from hpcrl_core.files import json_lines
 
 RICH = 4  # a problem permitting at least this many of the five techniques is "rich"
+_HELD_OUT = frozenset(frozenset(str(t) for t in s) for s in HELD_OUT_PERMITTED)  # eval-only permitted sets
 Progress = Callable[[str], None]
 
 
@@ -170,8 +171,6 @@ def is_held_out(permitted: Sequence[str]) -> bool:
     """Whether a permitted set is one of the eval-only sets no training problem is generated with."""
     return frozenset(permitted) in _HELD_OUT
 
-
-_HELD_OUT = frozenset(frozenset(str(t) for t in s) for s in HELD_OUT_PERMITTED)
 
 
 def headroom_closed(medians: Sequence[float], base: Sequence[float], oracles: Sequence[Oracle]) -> dict[str, Any]:
