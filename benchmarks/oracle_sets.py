@@ -9,7 +9,8 @@ oracle GFLOPS; per model the median of its per-problem ratio (problem median / o
 ``--bar`` x oracle (default 0.85, issue 24's bar on the overall median), and, when the samples file is beside the
 report, the kernel kind its verified samples name most often (their ``// plan: <kind>:`` line). With ``--data``,
 how many SFT records (``<data>/dgemm/train.jsonl``) pair that oracle kernel with a prompt: a kernel the policy saw
-once cannot be expected as its answer. Then per report: overall, eval-only and drawn ratios and the problems at the
+once cannot be expected as its answer (kernels are matched by corpus name, which is per preparation: give the data
+the reports' corpus came from). Then per report: overall, eval-only and drawn ratios and the problems at the
 bar.
 
 Run: ``.venv/bin/python benchmarks/oracle_sets.py experiments/dgemm/*-sft*-s*/ [--data data] [--models sft rl]
