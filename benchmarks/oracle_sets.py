@@ -35,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 from hpcrl_core.errors import DataError  # noqa: E402
 from hpcrl_core.evaluation.oracle import is_held_out  # noqa: E402
 from hpcrl_core.evaluation.report import samples_path_for  # noqa: E402
+from hpcrl_core.files import json_lines  # noqa: E402
 
 PLAN = re.compile(r"//\s*plan:\s*([A-Za-z_]+)")
 
@@ -53,7 +54,7 @@ def load(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     if not (report.get("oracle") or {}).get("table"):
         raise DataError(f"{path}: no oracle table (the report predates the yardstick or has no corpus)")
     samples = samples_path_for(path)
-    rows = [json.loads(line) for line in samples.read_text().splitlines() if line.strip()] if samples.is_file() else []
+    rows = [row for _, row in json_lines(samples)] if samples.is_file() else []
     return report, rows
 
 
@@ -80,8 +81,7 @@ def sft_pairings(data: Path) -> Counter[str]:
     path = data / "dgemm" / "train.jsonl"
     if not path.is_file():
         raise DataError(f"{path}: no SFT data there (give the data folder the policies were trained on)")
-    return Counter(json.loads(line)["metadata"]["kernel_name"] for line in path.read_text().splitlines()
-                   if line.strip())
+    return Counter(row["metadata"]["kernel_name"] for _, row in json_lines(path))
 
 
 def set_table(loaded: Sequence[tuple[dict[str, Any], list[dict[str, Any]]]], models: Sequence[str],

@@ -172,7 +172,6 @@ def is_held_out(permitted: Sequence[str]) -> bool:
     return frozenset(permitted) in _HELD_OUT
 
 
-
 def headroom_closed(medians: Sequence[float], base: Sequence[float], oracles: Sequence[Oracle]) -> dict[str, Any]:
     """The share of the gap between the baseline's median and the oracle that a model closed (module docstring).
 
