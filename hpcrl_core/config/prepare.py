@@ -38,6 +38,10 @@ def _default_sources() -> dict[str, tuple[str, ...]]:
     synthetic: tuple[str, ...] = ("synthetic",)
     return dict.fromkeys(SOURCE_KINDS, synthetic)
 
+# Share of the generator's naive kernels that transpose B before the k loop (so both operands are read with unit
+# stride): the only fast naive form, and the best kernel of several permitted sets without loop_reorder (docs/data.md).
+NAIVE_TRANSPOSED = 0.4
+
 
 class DgemmPrepParams(Section):
     train_problems: int = Field(960, ge=1, le=100_000)
@@ -56,6 +60,8 @@ class DgemmPrepParams(Section):
     plan_permitted: bool = False
     vary_names: bool = False  # draw identifier spellings per variant (off: one spelling per name; docs/data.md)
     vary_layout: bool = False  # draw layout per variant (off: one house layout, only algorithms vary; docs/data.md)
+    # share of the generator's naive kernels that transpose B first: their only fast form (docs/data.md)
+    naive_transposed: float = Field(NAIVE_TRANSPOSED, ge=0.0, le=1.0)
 
     @field_validator("train_sizes", "eval_sizes")
     @classmethod

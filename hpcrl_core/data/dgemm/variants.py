@@ -36,9 +36,11 @@ import sys
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from hpcrl_core.bench.extract import normalise_code
 from hpcrl_core.bench.techniques import Technique
+from hpcrl_core.config.prepare import NAIVE_TRANSPOSED
 from hpcrl_core.data.dgemm.kinds.blocked import blocked
 from hpcrl_core.data.dgemm.kinds.loops import naive, reorder
 from hpcrl_core.data.dgemm.kinds.packed import packed
@@ -87,7 +89,8 @@ def kind_schedule(count: int) -> list[str]:
     return out
 
 
-def generate_variants(seed: int, count: int, vary_names: bool = False, vary_layout: bool = True) -> list[Variant]:
+def generate_variants(seed: int, count: int, vary_names: bool = False, vary_layout: bool = True,
+                      naive_transposed: float = NAIVE_TRANSPOSED) -> list[Variant]:
     """Generate ``count`` distinct kernel variants.
 
     Args:
@@ -96,15 +99,20 @@ def generate_variants(seed: int, count: int, vary_names: bool = False, vary_layo
         vary_names: draw identifier spellings too (``prepare.dgemm.vary_names``); off, each name has one spelling.
         vary_layout: draw the layout too (``prepare.dgemm.vary_layout``); off, every kernel is written in the house
             layout (``HOUSE_LAYOUT``) and only its algorithm, parameters and techniques vary.
+        naive_transposed: share of ``naive`` kernels that transpose B first (``prepare.dgemm.naive_transposed``),
+            in [0, 1]; the draws use the same random stream whatever the share.
 
     Returns:
         Variants in schedule order, named ``NNNN:kind:parameters``.
 
     Raises:
-        DataError: a negative count, or a kind that cannot produce a new distinct kernel (a generator defect).
+        DataError: a negative count or a share outside [0, 1], or a kind that cannot produce a new distinct kernel
+            (a generator defect).
     """
     if count < 0:
         raise DataError(f"variant count must be >= 0, got {count}")
+    if not 0.0 <= naive_transposed <= 1.0:
+        raise DataError(f"naive_transposed must be a share in [0, 1], got {naive_transposed}")
     rng = random.Random(f"dgemm-variants:{seed}")
     seen: set[str] = set()
     out: list[Variant] = []
@@ -113,7 +121,7 @@ def generate_variants(seed: int, count: int, vary_names: bool = False, vary_layo
         if kind in exhausted:
             exhausted[kind] += 1
             continue
-        make = KINDS[kind][0]
+        make = partial(naive, transposed_share=naive_transposed) if kind == "naive" else KINDS[kind][0]
         for _ in range(_MAX_REDRAWS):
             sub = random.Random(rng.getrandbits(64))
             draft = make(sub, random_style(sub, vary_names, vary_layout))

@@ -15,7 +15,7 @@ from hpcrl_core.bench.executor import LocalExecutor
 from hpcrl_core.bench.extract import normalise_code
 from hpcrl_core.bench.techniques import ALL_TECHNIQUES, Technique, detect_techniques_in_source
 from hpcrl_core.data.dgemm.problems import HEADERS
-from hpcrl_core.data.dgemm.variants import KINDS, generate_variants, kind_schedule
+from hpcrl_core.data.dgemm.variants import KINDS, Variant, generate_variants, kind_schedule
 from hpcrl_core.errors import DataError
 
 _INCLUDE = re.compile(r"^\s*#\s*include\s*<([^>]+)>", re.M)
@@ -153,3 +153,16 @@ def test_the_array_form_of_a_vector_tile_reads_the_same_for_every_tile_shape() -
     assert any(len(codes) > 1 for codes in groups.values())
     for name, codes in groups.items():
         assert len({without_constants(c) for c in codes}) == 1, name
+
+
+def _transposed(variants: list[Variant]) -> list[bool]:
+    return [":ijk-bt-" in v.name or ":jik-bt-" in v.name for v in variants if v.kind == "naive"]
+
+
+def test_the_transposed_share_sets_how_many_naive_kernels_transpose_b() -> None:
+    none, some, every = (_transposed(generate_variants(3, 400, naive_transposed=s)) for s in (0.0, 0.4, 1.0))
+    assert not any(none) and all(every)
+    assert 0 < sum(some) < len(some)
+    for share in (-0.1, 1.5, float("nan")):
+        with pytest.raises(DataError, match="naive_transposed"):
+            generate_variants(3, 10, naive_transposed=share)

@@ -59,12 +59,13 @@ def _naive_nest(s: Style, rng: random.Random, order: str, kind: str, omp: str, b
             f"{block(_naive_kloop(s, rng, kind, bcol), 2)}\n    }}\n}}")
 
 
-def naive(rng: random.Random, s: Style) -> Draft:
-    """Textbook kernel: k innermost with a scalar accumulator, never reordered."""
+def naive(rng: random.Random, s: Style, transposed_share: float = 0.4) -> Draft:
+    """Textbook kernel: k innermost with a scalar accumulator, never reordered; B is transposed first in
+    ``transposed_share`` of the draws (the same random stream whatever the share)."""
     order = rng.choice(("ijk", "ijk", "jik"))
     kind = rng.choice(("plain", "plain", "plain", "simd", "unroll", "partial"))
     omp = rng.choice(("", "", "", "for", "collapse"))  # plain and unthreaded often: stage-0 problems need them
-    transposed = rng.random() < 0.4
+    transposed = rng.random() < transposed_share
     nest = _naive_nest(s, rng, order, kind, omp, "Bt" if transposed else "B")
     if transposed:
         j, k = s.j, s.k
