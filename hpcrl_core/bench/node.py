@@ -104,3 +104,11 @@ def vector_doubles() -> int:
     without it, and 8-wide GCC vectors on AVX2 spill a register tile sized for 32 registers."""
     return 8 if "avx512f" in node_info().flags else 4
 
+
+def vector_registers(width: int, flags: frozenset[str] | None = None) -> int:
+    """Vector registers of ``width`` doubles that ``-march=native`` code may allocate on a node with ``flags`` (this
+    node's by default): 32 with AVX-512 (zmm0-31; 4-wide ymm16-31 need AVX-512VL as well), else 16 (AVX2's
+    ymm0-15). A register tile larger than this spills to the stack on every update."""
+    flags = node_info().flags if flags is None else flags
+    return 32 if "avx512f" in flags and (width == 8 or "avx512vl" in flags) else 16
+

@@ -62,6 +62,9 @@ class DgemmPrepParams(Section):
     vary_layout: bool = False  # draw layout per variant (off: one house layout, only algorithms vary; docs/data.md)
     # share of the generator's naive kernels that transpose B first: their only fast form (docs/data.md)
     naive_transposed: float = Field(NAIVE_TRANSPOSED, ge=0.0, le=1.0)
+    # packed kernels draw only vector micro-tiles that fit this node's vector registers (16 without AVX-512): a
+    # spilling tile is a slow design the policy would otherwise learn (docs/data.md)
+    fit_registers: bool = False
 
     @field_validator("train_sizes", "eval_sizes")
     @classmethod

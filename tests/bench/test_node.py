@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hpcrl_core.bench.cpuload import busy_ticks, foreign_load
-from hpcrl_core.bench.node import NodeInfo, clock_ghz, node_info, parse_cpuinfo
+from hpcrl_core.bench.node import NodeInfo, clock_ghz, node_info, parse_cpuinfo, vector_registers
 
 CPUINFO = """processor\t: 0
 vendor_id\t: AuthenticAMD
@@ -47,3 +47,12 @@ def test_foreign_load_arithmetic() -> None:
     assert load is not None and abs(load - 0.495) < 1e-9
     assert foreign_load({0: 0}, {0: 10}, own_cpu_s=1.0, wall_s=1.0) == 0.0
     assert foreign_load({}, {}, 0.0, 1.0) is None
+
+
+def test_vector_registers_follow_avx512_and_its_vector_length_extension() -> None:
+    avx2 = frozenset({"avx2", "fma"})
+    assert vector_registers(4, avx2) == 16
+    assert vector_registers(8, avx2 | {"avx512f"}) == 32
+    assert vector_registers(4, avx2 | {"avx512f"}) == 16  # ymm16-31 need AVX-512VL
+    assert vector_registers(4, avx2 | {"avx512f", "avx512vl"}) == 32
+    assert vector_registers(4) in (16, 32)

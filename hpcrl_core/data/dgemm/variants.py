@@ -90,7 +90,7 @@ def kind_schedule(count: int) -> list[str]:
 
 
 def generate_variants(seed: int, count: int, vary_names: bool = False, vary_layout: bool = True,
-                      naive_transposed: float = NAIVE_TRANSPOSED) -> list[Variant]:
+                      naive_transposed: float = NAIVE_TRANSPOSED, fit_registers: bool = False) -> list[Variant]:
     """Generate ``count`` distinct kernel variants.
 
     Args:
@@ -100,7 +100,9 @@ def generate_variants(seed: int, count: int, vary_names: bool = False, vary_layo
         vary_layout: draw the layout too (``prepare.dgemm.vary_layout``); off, every kernel is written in the house
             layout (``HOUSE_LAYOUT``) and only its algorithm, parameters and techniques vary.
         naive_transposed: share of ``naive`` kernels that transpose B first (``prepare.dgemm.naive_transposed``),
-            in [0, 1]; the draws use the same random stream whatever the share.
+            in [0, 1].
+        fit_registers: ``packed`` draws only vector micro-tiles that fit the node's vector registers
+            (``prepare.dgemm.fit_registers``; ``kinds.packed.tile_registers``).
 
     Returns:
         Variants in schedule order, named ``NNNN:kind:parameters``.
@@ -113,6 +115,8 @@ def generate_variants(seed: int, count: int, vary_names: bool = False, vary_layo
         raise DataError(f"variant count must be >= 0, got {count}")
     if not 0.0 <= naive_transposed <= 1.0:
         raise DataError(f"naive_transposed must be a share in [0, 1], got {naive_transposed}")
+    makers: dict[str, Kind] = {"naive": partial(naive, transposed_share=naive_transposed),
+                               "packed": partial(packed, fit_registers=fit_registers)}
     rng = random.Random(f"dgemm-variants:{seed}")
     seen: set[str] = set()
     out: list[Variant] = []
@@ -121,7 +125,7 @@ def generate_variants(seed: int, count: int, vary_names: bool = False, vary_layo
         if kind in exhausted:
             exhausted[kind] += 1
             continue
-        make = partial(naive, transposed_share=naive_transposed) if kind == "naive" else KINDS[kind][0]
+        make = makers.get(kind, KINDS[kind][0])
         for _ in range(_MAX_REDRAWS):
             sub = random.Random(rng.getrandbits(64))
             draft = make(sub, random_style(sub, vary_names, vary_layout))

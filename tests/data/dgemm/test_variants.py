@@ -13,7 +13,9 @@ import pytest
 from hpcrl_core.bench.engine import Engine
 from hpcrl_core.bench.executor import LocalExecutor
 from hpcrl_core.bench.extract import normalise_code
+from hpcrl_core.bench.node import vector_registers
 from hpcrl_core.bench.techniques import ALL_TECHNIQUES, Technique, detect_techniques_in_source
+from hpcrl_core.data.dgemm.kinds import packed as packed_kind
 from hpcrl_core.data.dgemm.problems import HEADERS
 from hpcrl_core.data.dgemm.variants import KINDS, Variant, generate_variants, kind_schedule
 from hpcrl_core.errors import DataError
@@ -166,3 +168,28 @@ def test_the_transposed_share_sets_how_many_naive_kernels_transpose_b() -> None:
     for share in (-0.1, 1.5, float("nan")):
         with pytest.raises(DataError, match="naive_transposed"):
             generate_variants(3, 10, naive_transposed=share)
+
+
+@pytest.mark.parametrize("avx512", [False, True])
+def test_fit_registers_draws_only_micro_tiles_that_fit_the_nodes_registers(
+        avx512: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    flags = frozenset({"avx2", "fma"} | ({"avx512f", "avx512vl"} if avx512 else set()))
+    monkeypatch.setattr(packed_kind, "vector_doubles", lambda: 8 if avx512 else 4)
+    monkeypatch.setattr(packed_kind, "vector_registers", lambda w: vector_registers(w, flags))
+
+    def tiles(fit: bool) -> set[tuple[int, int]]:
+        shapes = set()
+        for v in generate_variants(5, 400, fit_registers=fit):
+            found = re.search(r"packed-(?:ext|intrin)(\d)-(\d+)x(\d+)-", v.name)
+            if v.kind == "packed" and found:
+                w, mr, nr = (int(g) for g in found.groups())
+                shapes.add((mr, nr // w))
+        return shapes
+
+    fitting, every = tiles(True), tiles(False)
+    registers = 32 if avx512 else 16
+    assert fitting and all(packed_kind.tile_registers(mr, nv) <= registers for mr, nv in fitting)
+    if avx512:
+        assert fitting == every  # every drawn shape fits 32 registers
+    else:
+        assert {(6, 2), (4, 3)} <= fitting and every - fitting >= {(4, 4), (6, 3)}  # 21 and 22 registers

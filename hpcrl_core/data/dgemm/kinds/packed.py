@@ -16,13 +16,16 @@ import random
 import re
 from dataclasses import dataclass
 
-from hpcrl_core.bench.node import vector_doubles
+from hpcrl_core.bench.node import vector_doubles, vector_registers
 from hpcrl_core.bench.techniques import Technique
 from hpcrl_core.data.dgemm.kinds.style import Draft, Style, includes, render
 
 T = Technique
 _SHAPES = {8: ((6, 4), (6, 4), (8, 3), (8, 3), (4, 4), (12, 2), (14, 2), (8, 2), (6, 3), (4, 3)),
            4: ((6, 2), (4, 3), (8, 2), (6, 3), (4, 4), (12, 1))}
+# With ``fit_registers`` only shapes whose tile fits the node's vector registers are drawn (``tile_registers``): on
+# AVX2 (16 registers) 8x2, 6x3 and 4x4 spill and ran at 19-26 GFLOPS against 30-32 for 6x2 and 4x3 (median of 1.7k
+# verified eval samples, AMD Zen 3; docs/experiments.md).
 # Scalar micro-tiles that gcc 12 keeps in (zmm) registers; 2x16, 3x8, 8x8 and 4x16 measured 1-5 GFLOPS.
 _SCALAR_MR = (4, 6)
 
@@ -46,13 +49,22 @@ class _Cfg:
         return self.w * self.nv
 
 
-def _random_cfg(rng: random.Random) -> _Cfg:
+def tile_registers(mr: int, nv: int) -> int:
+    """Vector registers the micro-kernel's rank-1 update holds live: MR x NV accumulators, the NV vectors of the
+    B panel's row and one broadcast element of A."""
+    return mr * nv + nv + 1
+
+
+def _random_cfg(rng: random.Random, fit_registers: bool) -> _Cfg:
     kind = rng.choice(("ext", "ext", "ext", "intrin", "intrin", "scalar"))
     if kind == "scalar":  # NR = 8 scalars, no k unrolling (the scalar micro-kernel has its own k loop)
         w, mr, nv, unroll = 8, rng.choice(_SCALAR_MR), 1, 1
     else:
         w = min(rng.choice((8, 8, 8, 4)), vector_doubles())  # the node's width: no AVX-512 code without AVX-512
-        mr, nv = rng.choice(_SHAPES[w])
+        shapes = _SHAPES[w]
+        if fit_registers:
+            shapes = tuple(sh for sh in shapes if tile_registers(*sh) <= vector_registers(w))
+        mr, nv = rng.choice(shapes)
         unroll = rng.choice((1, 2, 2, 4))
     return _Cfg(w, kind, mr, nv, rng.choice((128, 192, 256, 256, 320, 384)), rng.choice((64, 96, 120, 128, 192, 256)),
                 rng.choice((1024, 2048, 3072, 4096)), unroll, rng.random() < 0.5, rng.random() < 0.3,
@@ -245,9 +257,10 @@ _RENAMES: tuple[dict[str, str], ...] = (
 )
 
 
-def packed(rng: random.Random, s: Style) -> Draft:
-    """A Goto/BLIS-style packed kernel; see the module docstring for the choices."""
-    c = _random_cfg(rng)
+def packed(rng: random.Random, s: Style, fit_registers: bool = False) -> Draft:
+    """A Goto/BLIS-style packed kernel; see the module docstring for the choices. With ``fit_registers`` the vector
+    micro-tile is drawn among the shapes that fit the node's vector registers (``tile_registers``)."""
+    c = _random_cfg(rng, fit_registers)
     defs, ops = _vector_ops(c) if c.kind != "scalar" else ("", {})
     consts = {"VW": c.w, "NV": c.nv, "MR": c.mr, "NR": c.nr, "KC": c.kc, "MC": c.mc, "NC": c.nc}
     heads = ["stdlib.h", "string.h"] + (["omp.h"] if c.omp else []) + (["immintrin.h"] if c.kind == "intrin" else [])
