@@ -54,8 +54,8 @@ hargo: setup
 ladder: setup
 	$(VENV)/bin/hpcrl bench --ladder --reference
 
-test: setup
-	$(PY) -m pytest
+test: setup  # the 15 slowest tests are listed at the end: the default run must stay under 15 minutes
+	$(PY) -m pytest --durations=15
 
 test-slow: setup
 	$(PY) -m pytest -m "slow"
