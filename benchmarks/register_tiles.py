@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 from hpcrl_core.bench.node import vector_registers  # noqa: E402
 from hpcrl_core.data.dgemm.kinds.packed import tile_registers  # noqa: E402
 from hpcrl_core.errors import DataError  # noqa: E402
+from hpcrl_core.evaluation.report import samples_path_for  # noqa: E402
 from hpcrl_core.files import json_lines  # noqa: E402
 
 _CONST = {name: re.compile(rf"^\s*#\s*define\s+{name}\s+(\d+)\s*$", re.M) for name in ("VW", "MR", "NV")}
@@ -41,10 +42,11 @@ Shape = tuple[str, int, int, int]  # (kind, VW, MR, NV)
 
 
 def samples_file(arg: Path) -> Path:
-    """The samples file an argument names: the file itself, or ``eval_dgemm_samples.jsonl`` in the folder."""
-    path = arg / "eval_dgemm_samples.jsonl" if arg.is_dir() else arg
+    """The samples file an argument names: the file itself, or the one beside the folder's ``eval_dgemm.json``
+    (``evaluation.report.samples_path_for``)."""
+    path = samples_path_for(arg / "eval_dgemm.json") if arg.is_dir() else arg
     if not path.is_file():
-        raise DataError(f"{arg}: no eval_dgemm_samples.jsonl there")
+        raise DataError(f"{arg}: no {path.name} there")
     return path
 
 

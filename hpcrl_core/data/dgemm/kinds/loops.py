@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 
 from hpcrl_core.bench.techniques import Technique
+from hpcrl_core.config.prepare import NAIVE_TRANSPOSED
 from hpcrl_core.data.dgemm.kinds.style import (
     Draft,
     Style,
@@ -59,7 +60,7 @@ def _naive_nest(s: Style, rng: random.Random, order: str, kind: str, omp: str, b
             f"{block(_naive_kloop(s, rng, kind, bcol), 2)}\n    }}\n}}")
 
 
-def naive(rng: random.Random, s: Style, transposed_share: float = 0.4) -> Draft:
+def naive(rng: random.Random, s: Style, transposed_share: float = NAIVE_TRANSPOSED) -> Draft:
     """Textbook kernel: k innermost with a scalar accumulator, never reordered; B is transposed first in
     ``transposed_share`` of the draws (the same random stream whatever the share)."""
     order = rng.choice(("ijk", "ijk", "jik"))

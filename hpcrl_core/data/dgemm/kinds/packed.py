@@ -24,8 +24,8 @@ T = Technique
 _SHAPES = {8: ((6, 4), (6, 4), (8, 3), (8, 3), (4, 4), (12, 2), (14, 2), (8, 2), (6, 3), (4, 3)),
            4: ((6, 2), (4, 3), (8, 2), (6, 3), (4, 4), (12, 1))}
 # With ``fit_registers`` only shapes whose tile fits the node's vector registers are drawn (``tile_registers``): on
-# AVX2 (16 registers) 8x2, 6x3 and 4x4 spill and ran at 19-26 GFLOPS against 30-32 for 6x2 and 4x3 (median of 1.7k
-# verified eval samples, AMD Zen 3; docs/experiments.md).
+# AVX2 (16 registers) 8x2, 6x3 and 4x4 spill and ran at 19-26 GFLOPS against 30-32 for 6x2 and 4x3 (medians over the
+# 368 verified packed samples of nine evaluations, AMD Zen 3; docs/experiments.md).
 # Scalar micro-tiles that gcc 12 keeps in (zmm) registers; 2x16, 3x8, 8x8 and 4x16 measured 1-5 GFLOPS.
 _SCALAR_MR = (4, 6)
 
@@ -63,7 +63,8 @@ def _random_cfg(rng: random.Random, fit_registers: bool) -> _Cfg:
         w = min(rng.choice((8, 8, 8, 4)), vector_doubles())  # the node's width: no AVX-512 code without AVX-512
         shapes = _SHAPES[w]
         if fit_registers:
-            shapes = tuple(sh for sh in shapes if tile_registers(*sh) <= vector_registers(w))
+            room = vector_registers(w)
+            shapes = tuple(sh for sh in shapes if tile_registers(*sh) <= room)
         mr, nv = rng.choice(shapes)
         unroll = rng.choice((1, 2, 2, 4))
     return _Cfg(w, kind, mr, nv, rng.choice((128, 192, 256, 256, 320, 384)), rng.choice((64, 96, 120, 128, 192, 256)),
