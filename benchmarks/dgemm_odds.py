@@ -5,7 +5,8 @@ one that verifies, on the problems RL trains on, at the temperature RL samples a
 directly, separating the policy's **choice** of a kind from its **capacity** to write one:
 
 - **free**: ``--k`` samples per problem at ``--temperature`` (default ``rl_dgemm.temperature``), as a visit samples
-  them; each counted under the kind its plan line names (``exploration.kind_of``; "none" without one);
+  them (after the code fence when ``rl_dgemm.fence_given`` is on, as RL generates them); each counted under the
+  kind its plan line names (``exploration.kind_of``; "none" without one);
 - **forced**: per kind the problem's permitted set allows (``exploration.kind_requirements``), ``--k`` samples
   after the forced opening ``// plan: <kind>``, in the ids one of the kind's SFT completions opens with, drawn per
   sample (``exploration.opening_ids``, as plan novelty forces them): can the policy write that kind once chosen.
@@ -45,6 +46,7 @@ import torch  # noqa: E402
 from hpcrl_core.algorithms.exploration import kind_of, kind_openings, kind_requirements, opening_ids  # noqa: E402
 from hpcrl_core.bench.executor import map_sized  # noqa: E402
 from hpcrl_core.config import Settings, load_params  # noqa: E402
+from hpcrl_core.data.dgemm.corpus import CODE_FENCE  # noqa: E402
 from hpcrl_core.data.dgemm.problems import problem_prompt  # noqa: E402
 from hpcrl_core.evaluation.dgemm import evaluation_executor, node_figures  # noqa: E402
 from hpcrl_core.evaluation.targets import BEST_VS_NUMPY  # noqa: E402
@@ -86,13 +88,14 @@ def sample_policy(model_dir: Path, problems: Sequence[Any], needs: Mapping[str, 
     """(metadata, completion) of every free and forced sample of one saved policy on ``problems``."""
     model, tokenizer = load_saved_policy(model_dir)
     openings = {kind: opening_ids(tokenizer, kind, texts.get(kind, [])) for kind in needs}
+    free = tuple(tokenizer(CODE_FENCE, add_special_tokens=False)["input_ids"]) if a.fence_given else ()
     out = []
     for i, problem in enumerate(problems):
         runs = [("free", None)] + [("forced", kind) for kind, need in sorted(needs.items())
                                    if need <= problem.permitted and (a.kinds is None or kind in a.kinds)]
         for mode, kind in runs:
             # free: one batch; forced: each sample opens with one of the kind's openings, drawn (seeded)
-            draws = Counter([()] * a.k) if kind is None else Counter(
+            draws = Counter([free] * a.k) if kind is None else Counter(
                 tuple(random.Random(f"{a.seed}:{problem.id}:{kind}:{j}").choice(openings[kind])) for j in range(a.k))
             for opening, count in sorted(draws.items()):
                 for text in sample(model, tokenizer, problem_prompt(problem), opening, k=count,
@@ -120,6 +123,7 @@ def main() -> int:
     a = ap.parse_args()
     params, data = load_params(a.params), Path(a.data)
     rp = params.rl_dgemm
+    a.fence_given = rp.fence_given
     temperature = rp.temperature if a.temperature is None else a.temperature
     max_new = a.max_new_tokens or rp.max_completion_length
     if not 0 <= a.stage <= 5 or a.k < 1 or temperature <= 0:

@@ -160,6 +160,10 @@ class EvalParams(Section):
     max_problems: int = Field(80, ge=1, le=100_000)  # first this many of data/dgemm/problems_eval.jsonl
     temperature: float = Field(0.2, ge=0, le=5)  # DGEMM sampling; 0 = greedy (then k > 1 repeats one kernel)
     dgemm_max_new_tokens: int = Field(600, ge=1, le=65_536)
+    # every DGEMM answer opens with the code fence the prompt asks for ("```c" and a newline), given instead of sampled
+    # (counted within dgemm_max_new_tokens): a kernel is then measured even when the policy would open with other
+    # families' text; rl_dgemm.fence_given does the same in RL (docs/sqd.md)
+    dgemm_fence_given: bool = False
     qa_max_new_tokens: int = Field(128, ge=1, le=65_536)  # race, MLPerf and PLP answers (always greedy)
     batch_size: int = Field(8, ge=1, le=4096)  # prompts per generate() call
     max_items_per_family: int = Field(300, ge=1, le=1_000_000)  # first this many of data/<family>/eval.jsonl

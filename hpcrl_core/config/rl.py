@@ -82,6 +82,9 @@ class RLDgemmParams(Section):
     # share of visits in which the first completion opens with a forced plan line of a kernel kind the visit permits
     # and the problem's archive lacks (exploration of kinds the policy rarely chooses; docs/sqd.md)
     plan_novelty: float = Field(0.0, ge=0.0, le=1.0)
+    # every completion opens with the code fence the prompt asks for ("```c" and a newline), given instead of sampled
+    # and counted within max_completion_length: no group is lost to openings with other families' text (docs/sqd.md)
+    fence_given: bool = False
     rewards: tuple[str, ...] = ("dgemm_gflops",)  # names in hpcrl_core.rewards.REWARDS; summed with equal weight
     save_steps: int = Field(10, ge=1, le=10_000_000)
     save_total_limit: int = Field(2, ge=1, le=1000)

@@ -41,6 +41,7 @@ from hpcrl_core.bench.executor import BenchBackend, LocalExecutor, bench_backend
 from hpcrl_core.bench.reference import submit_numpy
 from hpcrl_core.bench.result import BenchResult, Status, node_references
 from hpcrl_core.config import Params, Settings, load_params
+from hpcrl_core.data.dgemm.corpus import CODE_FENCE
 from hpcrl_core.data.schema import Record, read_jsonl
 from hpcrl_core.errors import DataError
 from hpcrl_core.evaluation.generate import generate
@@ -108,12 +109,14 @@ def permitted_sets(problems: Sequence[Record]) -> list[list[str]]:
 
 def sample_kernels(model: Any, tokenizer: Any, problems: Sequence[Record], params: Params,
                    progress: Progress | None = None, label: str = "dgemm") -> list[list[str]]:
-    """k sampled completions per problem (``evaluate.samples_per_problem``, at ``evaluate.temperature``)."""
+    """k sampled completions per problem (``evaluate.samples_per_problem``, at ``evaluate.temperature``), each after
+    the code fence with ``evaluate.dgemm_fence_given``."""
     ep = params.evaluate
     tick = (lambda done, total: progress(f"{label}: sampled problems {done}/{total}")) if progress else None
     return generate(model, tokenizer, [r.prompt for r in problems], temperature=ep.temperature,
                     max_new_tokens=ep.dgemm_max_new_tokens, num_return_sequences=ep.samples_per_problem,
-                    batch_size=ep.batch_size, seed=ep.seed, progress=tick)
+                    batch_size=ep.batch_size, seed=ep.seed, progress=tick,
+                    opening=CODE_FENCE if ep.dgemm_fence_given else "")
 
 
 def sample_model(model_dir: Path, problems: Sequence[Record], params: Params,
@@ -352,6 +355,7 @@ def evaluate_dgemm(models: Mapping[str, Path], data_dir: Path, params: Params, s
     report["oracle"]["sizes"] = distinct_sizes
     report["meta"] = {"models": {k: str(v) for k, v in models.items()}, "problems": len(problems),
                       "k": ep.samples_per_problem, "sizes": distinct_sizes, "temperature": ep.temperature,
+                      "fence_given": ep.dgemm_fence_given,
                       "numpy_gflops": {str(n): g for n, g in sorted(numpy.items())}, "peak_gflops": peak,
                       "bench_note": bench_note(params),
                       "bench_backend": settings.bench_backend, "nodes": nodes}

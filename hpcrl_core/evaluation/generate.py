@@ -151,7 +151,7 @@ def _generate_batch(model: Any, tokenizer: PreTrainedTokenizerBase, texts: list[
 def generate(model: Any, tokenizer: PreTrainedTokenizerBase, prompts: list[list[dict[str, str]]], *,
              temperature: float, max_new_tokens: int, num_return_sequences: int = 1, batch_size: int = 8,
              seed: int = 0, progress: GenerateProgress | None = None,
-             max_batch_tokens: int = MAX_BATCH_TOKENS) -> list[list[str]]:
+             max_batch_tokens: int = MAX_BATCH_TOKENS, opening: str = "") -> list[list[str]]:
     """Answers of a causal LM to chat prompts.
 
     Args:
@@ -165,13 +165,16 @@ def generate(model: Any, tokenizer: PreTrainedTokenizerBase, prompts: list[list[
         seed: the same seed, prompts and batch sizes give the same answers; the global RNG state is restored.
         progress: called with (prompts done, prompts in all) after each batch.
         max_batch_tokens: the most rows x (longest prompt + ``max_new_tokens``) tokens of one call.
+        opening: text every answer opens with, given instead of sampled (appended to each rendered prompt; for
+            DGEMM the code fence, ``evaluate.dgemm_fence_given``); its tokens count within ``max_new_tokens``.
 
     Returns:
-        One list of R answers per prompt, in prompt order, each the decoded new tokens before the first eos.
+        One list of R answers per prompt, in prompt order, each ``opening`` and the decoded new tokens before the
+        first eos.
 
     Raises:
         ValueError: ``temperature < 0``, or ``max_new_tokens``, ``num_return_sequences``, ``batch_size`` or
-            ``max_batch_tokens`` below 1.
+            ``max_batch_tokens`` below 1, or an ``opening`` that leaves no new token.
         DataError: a prompt does not fit the model's positions with ``max_new_tokens`` (``too_long``; the
             evaluations skip such items first).
     """
@@ -179,18 +182,22 @@ def generate(model: Any, tokenizer: PreTrainedTokenizerBase, prompts: list[list[
         raise ValueError(f"generate: temperature={temperature} must be >= 0 and max_new_tokens={max_new_tokens}, "
                          f"num_return_sequences={num_return_sequences}, batch_size={batch_size}, "
                          f"max_batch_tokens={max_batch_tokens} must be >= 1")
+    given = len(tokenizer(opening, add_special_tokens=False)["input_ids"]) if opening else 0
+    if given >= max_new_tokens:
+        raise ValueError(f"generate: the opening {opening!r} is {given} tokens, which leaves none of "
+                         f"max_new_tokens={max_new_tokens} to generate")
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
-    options: dict[str, Any] = {"max_new_tokens": max_new_tokens, "num_return_sequences": num_return_sequences,
+    options: dict[str, Any] = {"max_new_tokens": max_new_tokens - given, "num_return_sequences": num_return_sequences,
                                "pad_token_id": tokenizer.pad_token_id}
     if temperature > 0:
         options |= {"do_sample": True, "temperature": temperature, "top_p": 1.0, "top_k": 0}
     else:
         options |= {"do_sample": False}
-    texts = render_prompts(tokenizer, prompts)
+    texts = [text + opening for text in render_prompts(tokenizer, prompts)]
     lengths = [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]] if texts else []
     limit = position_limit(model)
-    over = [i for i, n in enumerate(lengths) if limit is not None and n + max_new_tokens > limit]
+    over = [i for i, n in enumerate(lengths) if limit is not None and n - given + max_new_tokens > limit]
     if over:
         raise DataError(f"generate: {len(over)} of {len(texts)} prompts do not fit the model's {limit} positions with "
                         f"{max_new_tokens} new tokens (the longest has {max(lengths[i] for i in over)} tokens; first "
@@ -202,7 +209,8 @@ def generate(model: Any, tokenizer: PreTrainedTokenizerBase, prompts: list[list[
         torch.manual_seed(seed)
         for batch in token_batches(lengths, batch_size, max_new_tokens, num_return_sequences, max_batch_tokens):
             flat = _generate_batch(model, tokenizer, [texts[i] for i in batch], stops, options)
-            answers += [flat[i:i + num_return_sequences] for i in range(0, len(flat), num_return_sequences)]
+            answers += [[opening + a for a in flat[i:i + num_return_sequences]]
+                        for i in range(0, len(flat), num_return_sequences)]
             if progress:
                 progress(len(answers), len(texts))
     return answers

@@ -92,7 +92,8 @@ def _eval_dgemm(model: Any, tokenizer: PreTrainedTokenizerBase, data_dir: Path, 
         results = benchmark_groups(ex, samples, sizes, progress)
     rows.extend(dgemm_rows(name, problems, results, samples))
     return {**grouped_metrics(results, permitted_sets(problems)), "problems": len(problems),
-            "k": ep.samples_per_problem, "sizes": sorted(set(sizes)), "temperature": ep.temperature}
+            "k": ep.samples_per_problem, "sizes": sorted(set(sizes)), "temperature": ep.temperature,
+            "fence_given": ep.dgemm_fence_given}
 
 
 def _greedy(model: Any, tokenizer: PreTrainedTokenizerBase, records: Sequence[Record], params: Params,

@@ -11,7 +11,9 @@ No maths here. ``SQDGRPOTrainer`` subclasses GRPOTrainer at three hooks only:
   a kernel RL found stays in its groups, trained on with its measured reward like a sample (docs/sqd.md). With
   ``rl_dgemm.elite_replay_behind`` only visits after one that fell behind the elite get it. With
   ``rl_dgemm.plan_novelty`` > 0, in that share of the visits the first completion is generated after a forced
-  plan opening of a kind the problem's archive lacks (``hpcrl_core/algorithms/exploration.py``).
+  plan opening of a kind the problem's archive lacks (``hpcrl_core/algorithms/exploration.py``). With
+  ``rl_dgemm.fence_given`` every other row is generated after the code fence (its completion opens with those ids):
+  the opening the prompt asks for is given, not sampled.
 - ``_save_checkpoint``: the curriculum state and the quality-diversity archive are written into ``checkpoint-N``
   *before* TRL writes ``trainer_state.json`` there, so a checkpoint that counts as complete
   (``checkpoints.last_checkpoint``) always carries them; a resumed run loads them back.
@@ -58,6 +60,7 @@ from hpcrl_core.bench.reference import ReferenceTracker
 from hpcrl_core.bench.result import BenchResult
 from hpcrl_core.bench.techniques import Technique
 from hpcrl_core.config import Params, RLDgemmParams, Settings, load_params
+from hpcrl_core.data.dgemm.corpus import CODE_FENCE
 from hpcrl_core.data.schema import read_jsonl
 from hpcrl_core.errors import ConfigError, DataError
 from hpcrl_core.evaluation.generate import fitting_prompt_rows
@@ -185,7 +188,8 @@ class SQDGRPOTrainer(GRPOTrainer):
     def __init__(self, *args: Any, rollouts: Rollouts, elite_replay: float = 0.0,
                  elite_replay_behind: float | None = None, plan_novelty: float = 0.0,
                  kind_needs: Mapping[str, frozenset[Technique]] | None = None,
-                 kind_texts: Mapping[str, Sequence[str]] | None = None, seed: int = 0, **kwargs: Any) -> None:
+                 kind_texts: Mapping[str, Sequence[str]] | None = None, seed: int = 0, fence_given: bool = False,
+                 **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.rollouts = rollouts
         self.elite_replay, self.elite_replay_behind, self.seed = elite_replay, elite_replay_behind, seed
@@ -195,6 +199,14 @@ class SQDGRPOTrainer(GRPOTrainer):
         # kind without kernels, or whose completions' ids do not spell its opening, is refused before the first step
         texts = kind_texts or {}
         self._openings = {kind: opening_ids(tokenizer, kind, texts.get(kind, ())) for kind in self.kind_needs}
+        # with rl_dgemm.fence_given every other row opens with the code fence's ids (a forced plan opening holds them)
+        self._fence = list(tokenizer(CODE_FENCE, add_special_tokens=False)["input_ids"]) if fence_given else []
+        unfenced = sorted(kind for kind, ids in self._openings.items()
+                          if self._fence and any(o[:len(self._fence)] != self._fence for o in ids))
+        if unfenced:
+            raise ConfigError(f"rl_dgemm.fence_given: the tokenizer splits the code fence differently inside the plan "
+                              f"openings of {', '.join(unfenced)}; set rl_dgemm.fence_given: false or "
+                              "rl_dgemm.plan_novelty: 0 for this model")
         self._elites: dict[int, str] = {}  # planned for the generation under way: row -> elite completion text
         self._forced: dict[int, list[int]] = {}  # the same: row -> token ids its completion is forced to open with
 
@@ -212,6 +224,8 @@ class SQDGRPOTrainer(GRPOTrainer):
         # one of the kind's openings, drawn as the kind was: from (seed, step, row) alone
         self._forced = {row: random.Random(f"opening:{self.seed}:{self.rollouts.step}:{row}").choice(
             self._openings[kind]) for row, kind in kinds.items()}
+        if self._fence:
+            self._forced = {row: self._forced.get(row, self._fence) for row in range(len(staged))}
         out = super()._generate_and_score_completions(staged)
         metrics = {**cur.stats(), **self.rollouts.archive.stats(), **self.rollouts.stats()}
         if self.plan_novelty > 0:
@@ -224,8 +238,9 @@ class SQDGRPOTrainer(GRPOTrainer):
 
     def _generate_single_turn(self, prompt_ids: Any, images: Any, multimodal_fields: Any, num_generations: int,
                               has_tool_images: bool = False) -> tuple[Any, Any]:
-        """TRL's generation, the rows of plan novelty generated after their forced opening (which then opens their
-        completion), then the planned rows' completions replaced by their elites' tokens (and EOS)."""
+        """TRL's generation, the rows of plan novelty (and with ``fence_given`` every row) generated after their
+        forced opening (which then opens their completion), then the planned rows' completions replaced by their
+        elites' tokens (and EOS)."""
         forced, self._forced = self._forced, {}
         if forced:
             prompt_ids = [[*ids, *forced[row]] if row in forced else ids for row, ids in enumerate(prompt_ids)]
@@ -314,7 +329,7 @@ def build_rl_trainer(params: Params, data_dir: Path, sft_dir: Path, output_dir: 
                              elite_replay_behind=rp.elite_replay_behind, plan_novelty=rp.plan_novelty,
                              kind_needs=(needs := novelty_needs(params, data_dir, args.use_vllm)),
                              kind_texts=kind_openings(data_dir / "dgemm" / "corpus.jsonl") if needs else {},
-                             seed=rp.seed)
+                             seed=rp.seed, fence_given=rp.fence_given)
     use_hpcrl_mlflow(trainer)
     return RLRun(trainer, rollouts, executor, funcs)
 
@@ -324,16 +339,19 @@ def novelty_needs(params: Params, data_dir: Path, use_vllm: bool) -> dict[str, f
     corpus when ``rl_dgemm.plan_novelty`` > 0 (else none), and generation by transformers.
 
     Raises:
-        ConfigError: replay or novelty with vLLM (its sampling log-probabilities would not match a replaced or
-            forced row), or novelty on SFT data without plan lines or with the permitted line before them.
+        ConfigError: replay, novelty or a given fence with vLLM (its sampling log-probabilities would not match a
+            replaced or forced row), or novelty on SFT data without plan lines or with the permitted line before them.
         DataError: the corpus is missing or malformed.
     """
     rp = params.rl_dgemm
     plan_line, plan_permitted = params.prepare.dgemm.plan_line, params.prepare.dgemm.plan_permitted
-    for name, share in (("elite_replay", rp.elite_replay), ("plan_novelty", rp.plan_novelty)):
+    for name, share in (("elite_replay", rp.elite_replay), ("plan_novelty", rp.plan_novelty),
+                        ("fence_given", float(rp.fence_given))):
         if share > 0 and use_vllm:
+            off = "false" if name == "fence_given" else "0"
             raise ConfigError(f"rl_dgemm.{name} needs generation by transformers: vLLM's sampling log-probabilities "
-                              f"would not match a replaced or forced row; set rl_dgemm.{name}: 0 or drop trl.use_vllm")
+                              f"would not match a replaced or forced row; set rl_dgemm.{name}: {off} or drop "
+                              "trl.use_vllm")
     if rp.plan_novelty <= 0:
         return {}
     if not plan_line or plan_permitted:

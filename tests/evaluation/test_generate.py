@@ -100,3 +100,31 @@ def test_the_position_rule_needs_only_the_saved_config(tmp_path: Path) -> None:
     assert "(huge)" in notes["too_long"]
     with pytest.raises(ConfigError, match="holds no saved model"):
         load_saved_config(tmp_path / "missing")
+
+
+def test_a_given_opening_opens_every_answer_and_counts_within_the_new_tokens() -> None:
+    import torch
+
+    from hpcrl_core.data.dgemm.corpus import CODE_FENCE
+    from hpcrl_core.evaluation.generate import render_prompts
+
+    tokenizer = sample_tokenizer()
+    model = build_tiny_model(TINY, tokenizer, seed=3)
+    prompt = messages(None, "Write a C99 function dgemm")
+    text = render_prompts(tokenizer, [prompt])[0]
+    fence = tokenizer(CODE_FENCE, add_special_tokens=False)["input_ids"]
+    # RL appends the fence's own ids to the prompt's: the same ids the text gives, which evaluation tokenizes
+    ids = tokenizer(text + CODE_FENCE, add_special_tokens=False)["input_ids"]
+    assert ids == tokenizer(text, add_special_tokens=False)["input_ids"] + fence
+    answers = generate(model, tokenizer, [prompt], temperature=0.0, max_new_tokens=9, opening=CODE_FENCE)
+    # greedy: the answer is the fence, then the continuation of prompt + fence in 9 - len(fence) new tokens
+    x = torch.tensor([ids])
+    with torch.no_grad():
+        out = model.generate(input_ids=x, attention_mask=torch.ones_like(x), do_sample=False,
+                             max_new_tokens=9 - len(fence), pad_token_id=tokenizer.eos_token_id)
+    rest = out[0, len(ids):].tolist()
+    stops = [t for t in (tokenizer.eos_token_id,) if t is not None]
+    rest = rest[:next((i for i, t in enumerate(rest) if t in stops), len(rest))]
+    assert answers == [[CODE_FENCE + tokenizer.decode(rest, skip_special_tokens=True)]]
+    with pytest.raises(ValueError, match=f"leaves none of max_new_tokens={len(fence)}"):
+        generate(model, tokenizer, [prompt], temperature=0.0, max_new_tokens=len(fence), opening=CODE_FENCE)

@@ -21,6 +21,7 @@ from hpcrl_core.algorithms.exploration import plan_prefix
 from hpcrl_core.algorithms.sqd import SQDCurriculum
 from hpcrl_core.bench.result import BenchResult, Status
 from hpcrl_core.config import Params, Settings, SQDParams, parse_params
+from hpcrl_core.data.dgemm.corpus import CODE_FENCE
 from hpcrl_core.data.dgemm.problems import make_problems, problem_record
 from hpcrl_core.data.schema import write_jsonl
 from hpcrl_core.errors import ConfigError, DataError
@@ -240,6 +241,30 @@ def test_a_training_step_generates_forced_rows_after_their_plan_opening(setup: t
     assert [e["rollouts/novel_plans"] for e in history if "rollouts/novel_plans" in e] == [2.0]
 
 
+@pytest.mark.integration
+def test_a_given_fence_opens_every_row_and_a_forced_plan_keeps_its_own_opening(
+        setup: tuple[Path, Path], tmp_path: Path, bench_dirs: Settings) -> None:
+    from hpcrl_core.training.rl import build_rl_trainer
+
+    data, sft = setup
+    (data / "dgemm" / "corpus.jsonl").write_text(json.dumps(
+        {"name": "0001:naive:n", "kind": "naive", "code": "c", "techniques": []}) + "\n")
+    params = rl_params(max_steps=1, per_device_train_batch_size=4, num_generations=2, plan_novelty=1.0,
+                       fence_given=True, max_completion_length=40)
+    run = build_rl_trainer(params, data, sft, tmp_path / "rl", report_to=[], settings=bench_dirs)
+    seen: list[str] = []
+    observer = run.reward_funcs[0].ctx.observer
+    run.reward_funcs[0].ctx = dataclasses.replace(
+        run.reward_funcs[0].ctx, observer=lambda texts, *a: (seen.extend(texts), observer(texts, *a)))
+    try:
+        run.trainer.train()
+    finally:
+        run.close()
+    assert len(seen) == 4 and all(text.startswith(CODE_FENCE) for text in seen)
+    # the first row of each group opens with its forced plan; the fence was not given a second time before it
+    assert seen[0].startswith(plan_prefix("naive")) and seen[2].startswith(plan_prefix("naive"))
+
+
 def test_plan_novelty_is_refused_where_it_cannot_act(setup: tuple[Path, Path], tmp_path: Path) -> None:
     from hpcrl_core.training.rl import novelty_needs
 
@@ -254,6 +279,8 @@ def test_plan_novelty_is_refused_where_it_cannot_act(setup: tuple[Path, Path], t
     with pytest.raises(ConfigError, match="plan_line: true and plan_permitted: false"):
         novelty_needs(no_plan, data, use_vllm=False)
     assert novelty_needs(rl_params(), data, use_vllm=False) == {}  # off: the corpus is not even read
+    with pytest.raises(ConfigError, match="rl_dgemm.fence_given needs generation by transformers.*fence_given: false"):
+        novelty_needs(rl_params(fence_given=True), data, use_vllm=True)
 
 
 def test_rollouts_leave_replayed_elites_out_of_promotion_archive_and_distinct_counts() -> None:
