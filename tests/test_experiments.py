@@ -76,11 +76,11 @@ def test_a_finished_run_is_reused_only_with_the_same_settings(tmp_path: Path) ->
         update={"seed": 1})}), data, sft)
     write_report(report, tmp_path / "out" / "sqd-sft5-s1" / "eval_dgemm.json")
     assert one_run(params, "sqd", 1, tmp_path / "out", data, sft, None, 5) == report  # nothing retrained
-    changed = parse_params({"rl_dgemm": {"beta": 0.1, "sqd": {"replay": 0.25}}})
+    changed = parse_params({"rl_dgemm": {"beta": 0.1, "sqd": {"replay": 0.5}}})
     with pytest.raises(SystemExit) as err:
         one_run(changed, "sqd", 1, tmp_path / "out", data, sft, None, 5)
     assert f"rl_dgemm.beta: {params.rl_dgemm.beta!r} -> 0.1" in str(err.value)
-    assert f"rl_dgemm.sqd.replay: {params.rl_dgemm.sqd.replay!r} -> 0.25" in str(err.value)
+    assert f"rl_dgemm.sqd.replay: {params.rl_dgemm.sqd.replay!r} -> 0.5" in str(err.value)
     with pytest.raises(SystemExit, match="sft: "):
         one_run(params, "sqd", 1, tmp_path / "out", data, tmp_path / "other", None, 5)
     # the params' own SFT seed is the policy given; no training happens for it

@@ -163,7 +163,7 @@ class EvalParams(Section):
     # every DGEMM answer opens with the code fence the prompt asks for ("```c" and a newline), given instead of sampled
     # (counted within dgemm_max_new_tokens): a kernel is then measured even when the policy would open with other
     # families' text; rl_dgemm.fence_given does the same in RL (docs/sqd.md)
-    dgemm_fence_given: bool = False
+    dgemm_fence_given: bool = True
     qa_max_new_tokens: int = Field(128, ge=1, le=65_536)  # race, MLPerf and PLP answers (always greedy)
     batch_size: int = Field(8, ge=1, le=4096)  # prompts per generate() call
     max_items_per_family: int = Field(300, ge=1, le=1_000_000)  # first this many of data/<family>/eval.jsonl

@@ -40,7 +40,7 @@ def _default_sources() -> dict[str, tuple[str, ...]]:
 
 # Share of the generator's naive kernels that transpose B before the k loop (so both operands are read with unit
 # stride): the only fast naive form, and the best kernel of several permitted sets without loop_reorder (docs/data.md).
-NAIVE_TRANSPOSED = 0.4
+NAIVE_TRANSPOSED = 0.8
 
 
 class DgemmPrepParams(Section):

@@ -37,7 +37,7 @@ class SQDParams(Section):
     plateau_tol: float = Field(5.0, ge=0)
     # share of visits rendered at an earlier stage of the problem (uniform over the stages it passed), so the
     # policy keeps answering the constrained prompts it passed; such replays never count toward promotion
-    replay: float = Field(0.0, ge=0.0, lt=1.0)
+    replay: float = Field(0.25, ge=0.0, lt=1.0)
 
     @model_validator(mode="after")
     def _ordered(self) -> SQDParams:
@@ -84,7 +84,7 @@ class RLDgemmParams(Section):
     plan_novelty: float = Field(0.0, ge=0.0, le=1.0)
     # every completion opens with the code fence the prompt asks for ("```c" and a newline), given instead of sampled
     # and counted within max_completion_length: no group is lost to openings with other families' text (docs/sqd.md)
-    fence_given: bool = False
+    fence_given: bool = True
     rewards: tuple[str, ...] = ("dgemm_gflops",)  # names in hpcrl_core.rewards.REWARDS; summed with equal weight
     save_steps: int = Field(10, ge=1, le=10_000_000)
     save_total_limit: int = Field(2, ge=1, le=1000)

@@ -241,8 +241,8 @@ def test_replay_shows_earlier_stages_at_the_configured_share() -> None:
     assert cur.visits(pid) == len(shown) - len(earlier)  # only visits at the current stage count for promotion
 
 
-def test_replay_is_off_by_default_and_never_below_the_first_stage() -> None:
-    plain = _at_stage(3)
+def test_replay_off_shows_the_current_stage_and_never_goes_below_the_first_stage() -> None:
+    plain = _at_stage(3, replay=0.0)
     assert {plain.visit_stage(PROBLEMS[0].id) for _ in range(50)} == {3}
     cur = _curriculum(replay=0.9, max_stage=0)
     for pid in cur.problem_ids:  # every problem at its first stage: nothing earlier to replay
@@ -288,7 +288,7 @@ def test_version_2_states_load_with_no_replays() -> None:
     state = saved.state_dict()
     state["version"] = 2
     del state["replays"], state["params"]["replay"]  # a version-2 state knows neither
-    cur = _curriculum(window=1, promote_reward=5.0)
+    cur = _curriculum(window=1, promote_reward=5.0, replay=0.0)
     cur.load_state_dict(state)
     assert cur.stage(PROBLEMS[0].id) == 2 and cur.replays == 0
     with pytest.raises(ConfigError, match=r"sqd.replay: saved 0.0, this run 0.5"):
