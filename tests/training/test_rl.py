@@ -213,16 +213,17 @@ def test_rollouts_record_each_visits_fastest_own_kernel_that_counts() -> None:
     assert (rollouts.archive.last_visit(a), rollouts.archive.last_visit(b)) == (5.0, 0.0)
 
 
-@pytest.mark.integration
-def test_a_training_step_generates_forced_rows_after_their_plan_opening(setup: tuple[Path, Path], tmp_path: Path,
-                                                                        bench_dirs: Settings) -> None:
+def _one_novelty_step(setup: tuple[Path, Path], tmp_path: Path, bench_dirs: Settings,
+                      fence_given: bool) -> tuple[list[str], Any]:
+    """One GRPO step of two groups of two at stage 0 with plan novelty on every visit (a one-kernel naive corpus):
+    the completions the reward saw, in row order, and the run."""
     from hpcrl_core.training.rl import build_rl_trainer
 
     data, sft = setup
     (data / "dgemm" / "corpus.jsonl").write_text(json.dumps(
         {"name": "0001:naive:n", "kind": "naive", "code": "c", "techniques": []}) + "\n")
     params = rl_params(max_steps=1, per_device_train_batch_size=4, num_generations=2, plan_novelty=1.0,
-                       max_completion_length=40)
+                       fence_given=fence_given, max_completion_length=40)
     run = build_rl_trainer(params, data, sft, tmp_path / "rl", report_to=[], settings=bench_dirs)
     seen: list[str] = []
     observer = run.reward_funcs[0].ctx.observer
@@ -232,6 +233,13 @@ def test_a_training_step_generates_forced_rows_after_their_plan_opening(setup: t
         run.trainer.train()
     finally:
         run.close()
+    return seen, run
+
+
+@pytest.mark.integration
+def test_a_training_step_generates_forced_rows_after_their_plan_opening(setup: tuple[Path, Path], tmp_path: Path,
+                                                                        bench_dirs: Settings) -> None:
+    seen, run = _one_novelty_step(setup, tmp_path, bench_dirs, fence_given=False)
     # two groups of two at stage 0 (nothing permitted): the first row of each opens with the only kind allowed
     opening = plan_prefix("naive")  # the code fence, then the plan line, as SFT completions open
     assert len(seen) == 4 and seen[0].startswith(opening) and seen[2].startswith(opening)
@@ -244,22 +252,7 @@ def test_a_training_step_generates_forced_rows_after_their_plan_opening(setup: t
 @pytest.mark.integration
 def test_a_given_fence_opens_every_row_and_a_forced_plan_keeps_its_own_opening(
         setup: tuple[Path, Path], tmp_path: Path, bench_dirs: Settings) -> None:
-    from hpcrl_core.training.rl import build_rl_trainer
-
-    data, sft = setup
-    (data / "dgemm" / "corpus.jsonl").write_text(json.dumps(
-        {"name": "0001:naive:n", "kind": "naive", "code": "c", "techniques": []}) + "\n")
-    params = rl_params(max_steps=1, per_device_train_batch_size=4, num_generations=2, plan_novelty=1.0,
-                       fence_given=True, max_completion_length=40)
-    run = build_rl_trainer(params, data, sft, tmp_path / "rl", report_to=[], settings=bench_dirs)
-    seen: list[str] = []
-    observer = run.reward_funcs[0].ctx.observer
-    run.reward_funcs[0].ctx = dataclasses.replace(
-        run.reward_funcs[0].ctx, observer=lambda texts, *a: (seen.extend(texts), observer(texts, *a)))
-    try:
-        run.trainer.train()
-    finally:
-        run.close()
+    seen, _ = _one_novelty_step(setup, tmp_path, bench_dirs, fence_given=True)
     assert len(seen) == 4 and all(text.startswith(CODE_FENCE) for text in seen)
     # the first row of each group opens with its forced plan; the fence was not given a second time before it
     assert seen[0].startswith(plan_prefix("naive")) and seen[2].startswith(plan_prefix("naive"))
