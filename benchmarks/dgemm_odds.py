@@ -84,11 +84,12 @@ def cells(rows: Sequence[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]
 
 def sample_policy(model_dir: Path, problems: Sequence[Any], needs: Mapping[str, frozenset[Any]],
                   texts: Mapping[str, Sequence[str]], a: argparse.Namespace, temperature: float,
-                  max_new: int) -> list[tuple[dict[str, Any], str]]:
-    """(metadata, completion) of every free and forced sample of one saved policy on ``problems``."""
+                  max_new: int, fence_given: bool) -> list[tuple[dict[str, Any], str]]:
+    """(metadata, completion) of every free and forced sample of one saved policy on ``problems``; free samples
+    open with the code fence when ``fence_given`` (``rl_dgemm.fence_given``)."""
     model, tokenizer = load_saved_policy(model_dir)
     openings = {kind: opening_ids(tokenizer, kind, texts.get(kind, [])) for kind in needs}
-    free = tuple(tokenizer(CODE_FENCE, add_special_tokens=False)["input_ids"]) if a.fence_given else ()
+    free = tuple(tokenizer(CODE_FENCE, add_special_tokens=False)["input_ids"]) if fence_given else ()
     out = []
     for i, problem in enumerate(problems):
         runs = [("free", None)] + [("forced", kind) for kind, need in sorted(needs.items())
@@ -123,7 +124,6 @@ def main() -> int:
     a = ap.parse_args()
     params, data = load_params(a.params), Path(a.data)
     rp = params.rl_dgemm
-    a.fence_given = rp.fence_given
     temperature = rp.temperature if a.temperature is None else a.temperature
     max_new = a.max_new_tokens or rp.max_completion_length
     if not 0 <= a.stage <= 5 or a.k < 1 or temperature <= 0:
@@ -136,7 +136,8 @@ def main() -> int:
     texts = kind_openings(data / "dgemm" / "corpus.jsonl")
     pids = curriculum.problem_ids[:a.problems] if a.problems else curriculum.problem_ids
     problems = [dataclasses.replace(curriculum.problem(pid), stage=a.stage) for pid in pids]
-    samples = [s for m in a.model for s in sample_policy(Path(m), problems, needs, texts, a, temperature, max_new)]
+    samples = [s for m in a.model for s in sample_policy(Path(m), problems, needs, texts, a, temperature, max_new,
+                                                                 rp.fence_given)]
 
     print(f"benchmarking {len(samples)} kernels", flush=True)
     with evaluation_executor(params, Settings()) as ex:

@@ -335,8 +335,8 @@ def build_rl_trainer(params: Params, data_dir: Path, sft_dir: Path, output_dir: 
 
 
 def novelty_needs(params: Params, data_dir: Path, use_vllm: bool) -> dict[str, frozenset[Technique]]:
-    """What elite replay and plan novelty need before the first step: the kinds' required techniques from the
-    corpus when ``rl_dgemm.plan_novelty`` > 0 (else none), and generation by transformers.
+    """What elite replay, plan novelty and the given fence need before the first step: the kinds' required
+    techniques from the corpus when ``rl_dgemm.plan_novelty`` > 0 (else none), and generation by transformers.
 
     Raises:
         ConfigError: replay, novelty or a given fence with vLLM (its sampling log-probabilities would not match a
@@ -345,10 +345,9 @@ def novelty_needs(params: Params, data_dir: Path, use_vllm: bool) -> dict[str, f
     """
     rp = params.rl_dgemm
     plan_line, plan_permitted = params.prepare.dgemm.plan_line, params.prepare.dgemm.plan_permitted
-    for name, share in (("elite_replay", rp.elite_replay), ("plan_novelty", rp.plan_novelty),
-                        ("fence_given", float(rp.fence_given))):
-        if share > 0 and use_vllm:
-            off = "false" if name == "fence_given" else "0"
+    for name, on, off in (("elite_replay", rp.elite_replay > 0, "0"), ("plan_novelty", rp.plan_novelty > 0, "0"),
+                          ("fence_given", rp.fence_given, "false")):
+        if on and use_vllm:
             raise ConfigError(f"rl_dgemm.{name} needs generation by transformers: vLLM's sampling log-probabilities "
                               f"would not match a replaced or forced row; set rl_dgemm.{name}: {off} or drop "
                               "trl.use_vllm")
