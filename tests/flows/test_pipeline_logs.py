@@ -1,7 +1,8 @@
 """The stage's own Prefect log lines reach the pipeline's log once: no second time, level or "Task run" prefix inside
-the message (the stage's run name in brackets instead), the stage's level kept.
+the message (the stage's run name in brackets instead), the stage's level kept; the stage's flow reports to the
+pipeline's Prefect server instead of starting a temporary one.
 
-Run: pytest tests/tasks/test_pipeline.py
+Run: pytest tests/flows/test_pipeline_logs.py
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ import sys
 import textwrap
 from pathlib import Path
 
-from tasks.pipeline import STAGE_LOG_ENV, log_line
+import pytest
+
+from tasks.pipeline import STAGE_LOG_ENV, log_line, stage_env
 
 # what a stage command does: a Prefect flow with a task that logs at two levels, and a plain print
 STAGE = textwrap.dedent("""
@@ -44,12 +47,26 @@ class _Records(logging.Handler):
         self.records.append((record.levelno, record.getMessage()))
 
 
-def test_a_stage_flow_logs_without_time_or_level_and_keeps_its_levels(tmp_path: Path) -> None:
-    env = {**os.environ, **STAGE_LOG_ENV, "PREFECT_HOME": str(tmp_path / "prefect"), "PYTHONUNBUFFERED": "1",
+def test_a_stage_is_pointed_at_the_server_its_pipeline_reports_to(prefect_server: None,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from prefect.settings import PREFECT_API_URL
+
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    env = stage_env()
+    assert env["PREFECT_API_URL"] == str(PREFECT_API_URL.value()).rstrip("/") and env["PREFECT_API_URL"]
+    assert {k: env[k] for k in STAGE_LOG_ENV} == STAGE_LOG_ENV
+    monkeypatch.setenv("PREFECT_API_URL", "http://elsewhere:4200/api")  # a configured server: inherited as it is
+    assert stage_env() == STAGE_LOG_ENV
+
+
+def test_a_stage_flow_logs_without_time_or_level_and_keeps_its_levels(tmp_path: Path, prefect_server: None,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    env = {**os.environ, **stage_env(), "PREFECT_HOME": str(tmp_path / "prefect"), "PYTHONUNBUFFERED": "1",
            "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "true"}
-    env.pop("PREFECT_API_URL", None)
     out = subprocess.run([sys.executable, "-c", STAGE], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
+    assert "temporary server" not in out.stdout + out.stderr  # it reported to the test's server
     logger = logging.getLogger("test_pipeline")
     logger.propagate, logger.level = False, logging.DEBUG
     handler = _Records()
