@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import re
 import shutil
-from collections import Counter
+from collections import Counter, defaultdict
+from typing import Any
 
 import pytest
 
@@ -225,12 +226,19 @@ def _reference(nest: Nest, base: int, n: int, shared_inner: str | None) -> bool 
     def clash(x: tuple[object, ...], y: tuple[object, ...]) -> bool:
         return x[0] == y[0] and (x[2] or y[2]) and not (x[3] is not None and x[3] == y[3])
 
+    def by_address(ev: list[tuple[tuple[object, ...], int, bool, str | None]]) -> dict[object, list[Any]]:
+        out: dict[object, list[Any]] = defaultdict(list)  # only accesses to one element can clash: every such pair
+        for e in ev:
+            out[e[0]].append(e)
+        return out
+
     phases = [events(lp) for lp in nest.loops]
     for ev in phases:
-        if any(clash(x, y) and x[1] != y[1] for x in ev for y in ev):
+        if any(clash(x, y) and x[1] != y[1] for same in by_address(ev).values() for x in same for y in same):
             return True
     if len(phases) == 2 and nest.nowait:
-        pairs = [(x, y) for x in phases[0] for y in phases[1] if clash(x, y)]
+        later = by_address(phases[1])
+        pairs = [(x, y) for x in phases[0] for y in later.get(x[0], ()) if clash(x, y)]
         if any(x[1] != y[1] for x, y in pairs):
             return True
         if pairs:
