@@ -102,9 +102,9 @@ def collect(paths: Sequence[Path]) -> Tally:
     return gflops, models
 
 
-def time_corpus_tiles(data: Path, tally: Tally) -> int:
+def time_corpus_tiles(data: Path, tally: Tally) -> None:
     """Add the corpus's vector kernels to ``tally`` as model ``corpus``: each timed now at every held-out size with
-    the evaluation's backend; returns how many kernels have a tile shape.
+    the evaluation's backend.
 
     Raises:
         DataError: the corpus or the held-out problems are missing.
@@ -129,7 +129,6 @@ def time_corpus_tiles(data: Path, tally: Tally) -> int:
             if result.ok and result.gflops is not None:
                 gflops[shape].append(float(result.gflops))
                 models[shape]["corpus"] += 1
-    return len(shaped)
 
 
 def _quantile(values: list[float], q: float) -> float:
