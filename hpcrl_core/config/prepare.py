@@ -65,6 +65,9 @@ class DgemmPrepParams(Section):
     # packed kernels draw only vector micro-tiles that fit this node's vector registers (16 without AVX-512): a
     # spilling tile is a slow design the policy would otherwise learn (docs/data.md)
     fit_registers: bool = False
+    # packed and array-form tile_vec kernels define their tile width as NR (VW * NV), not its value: a policy that
+    # changes VW or NV cannot leave the width inconsistent (wrong results in RL runs; docs/data.md)
+    derived_nr: bool = False
 
     @field_validator("train_sizes", "eval_sizes")
     @classmethod

@@ -90,7 +90,8 @@ def kind_schedule(count: int) -> list[str]:
 
 
 def generate_variants(seed: int, count: int, vary_names: bool = False, vary_layout: bool = True,
-                      naive_transposed: float = NAIVE_TRANSPOSED, fit_registers: bool = False) -> list[Variant]:
+                      naive_transposed: float = NAIVE_TRANSPOSED, fit_registers: bool = False,
+                      derived_nr: bool = False) -> list[Variant]:
     """Generate ``count`` distinct kernel variants.
 
     Args:
@@ -103,6 +104,8 @@ def generate_variants(seed: int, count: int, vary_names: bool = False, vary_layo
             in [0, 1].
         fit_registers: ``packed`` draws only vector micro-tiles that fit the node's vector registers
             (``prepare.dgemm.fit_registers``; ``kinds.packed.tile_registers``).
+        derived_nr: ``packed`` and array-form ``tile_vec`` kernels define their tile width as ``(VW * NV)``
+            instead of its value (``prepare.dgemm.derived_nr``).
 
     Returns:
         Variants in schedule order, named ``NNNN:kind:parameters``.
@@ -116,7 +119,8 @@ def generate_variants(seed: int, count: int, vary_names: bool = False, vary_layo
     if not 0.0 <= naive_transposed <= 1.0:
         raise DataError(f"naive_transposed must be a share in [0, 1], got {naive_transposed}")
     makers: dict[str, Kind] = {"naive": partial(naive, transposed_share=naive_transposed),
-                               "packed": partial(packed, fit_registers=fit_registers)}
+                               "packed": partial(packed, fit_registers=fit_registers, derived_nr=derived_nr),
+                               "tile_vec": partial(tile_vec, derived_nr=derived_nr)}
     rng = random.Random(f"dgemm-variants:{seed}")
     seen: set[str] = set()
     out: list[Variant] = []

@@ -193,3 +193,44 @@ def test_fit_registers_draws_only_micro_tiles_that_fit_the_nodes_registers(
         assert fitting == every  # every drawn shape fits 32 registers
     else:
         assert {(6, 2), (4, 3)} <= fitting and every - fitting >= {(4, 4), (6, 3)}  # 21 and 22 registers
+
+
+_NR_LINE = re.compile(r"^#define NR .*\n|NR = [^,}]+(?=[,}])", re.M)
+
+
+@pytest.mark.parametrize("vary_layout", [False, True])
+def test_derived_nr_writes_the_tile_width_as_vw_times_nv_and_changes_nothing_else(vary_layout: bool) -> None:
+    plain = generate_variants(7, 300, vary_layout=vary_layout)
+    derived = generate_variants(7, 300, vary_layout=vary_layout, derived_nr=True)
+    assert [(v.name, v.intended) for v in plain] == [(v.name, v.intended) for v in derived]
+    widths = 0
+    for p, d in zip(plain, derived, strict=True):
+        assert _NR_LINE.sub("", p.code) == _NR_LINE.sub("", d.code), p.name
+        literal = re.search(r"^#define NR (\d+)$|NR = (\d+)", p.code, re.M)
+        if literal:  # packed and array-form tile_vec kernels: the same width, now derived from VW and NV
+            widths += 1
+            assert re.search(r"^#define NR \(VW \* NV\)$|NR = VW \* NV\b", d.code, re.M), d.name
+            vw, nv = (int(re.search(rf"(?:#define |\b){c}(?: | = )(\d+)", p.code).group(1))  # type: ignore[union-attr]
+                      for c in ("VW", "NV"))
+            assert int(literal.group(1) or literal.group(2)) == vw * nv, p.name
+        else:
+            assert p.code == d.code, p.name
+    assert widths > 30
+
+
+@pytest.mark.integration
+def test_a_derived_width_keeps_a_kernel_whose_nv_was_changed_correct(engine: Engine) -> None:
+    """What ``derived_nr`` is for: a policy that writes another NV (or VW) than the kernel it learnt from, and
+    leaves NR, gets a consistent kernel; with the width written as a number it gets a wrong one."""
+    def first_packed(derived: bool) -> str:
+        return next(v.code for v in generate_variants(3, 120, vary_layout=False, derived_nr=derived)
+                    if v.kind == "packed" and "-ext" in v.name)
+
+    def other_nv(code: str) -> str:
+        nv = int(re.search(r"^#define NV (\d+)$", code, re.M).group(1))  # type: ignore[union-attr]
+        return re.sub(r"^#define NV \d+$", f"#define NV {1 if nv > 1 else 2}", code, flags=re.M)
+
+    with LocalExecutor(engine) as ex:
+        literal, derived = ex.map([other_nv(first_packed(False)), other_nv(first_packed(True))])
+    assert derived.ok, derived.detail[:300]
+    assert literal.status.value == "wrong_result", (literal.status, literal.detail[:300])

@@ -258,12 +258,15 @@ _RENAMES: tuple[dict[str, str], ...] = (
 )
 
 
-def packed(rng: random.Random, s: Style, fit_registers: bool = False) -> Draft:
+def packed(rng: random.Random, s: Style, fit_registers: bool = False, derived_nr: bool = False) -> Draft:
     """A Goto/BLIS-style packed kernel; see the module docstring for the choices. With ``fit_registers`` the vector
-    micro-tile is drawn among the shapes that fit the node's vector registers (``tile_registers``)."""
+    micro-tile is drawn among the shapes that fit the node's vector registers (``tile_registers``). With
+    ``derived_nr`` the tile's width is written ``NR (VW * NV)`` instead of its value, so a kernel whose VW or NV is
+    changed stays consistent (the micro-kernel stores NV vectors of VW doubles; the drivers step by NR)."""
     c = _random_cfg(rng, fit_registers)
     defs, ops = _vector_ops(c) if c.kind != "scalar" else ("", {})
-    consts = {"VW": c.w, "NV": c.nv, "MR": c.mr, "NR": c.nr, "KC": c.kc, "MC": c.mc, "NC": c.nc}
+    consts: dict[str, int | str] = {"VW": c.w, "NV": c.nv, "MR": c.mr, "NR": "VW * NV" if derived_nr else c.nr,
+                                    "KC": c.kc, "MC": c.mc, "NC": c.nc}
     heads = ["stdlib.h", "string.h"] + (["omp.h"] if c.omp else []) + (["immintrin.h"] if c.kind == "intrin" else [])
     guard = "#ifndef _POSIX_C_SOURCE\n#define _POSIX_C_SOURCE 200112L\n#endif\n" if c.alloc == "posix" else ""
     code = (f"{guard}{includes(*heads)}{s.consts_def(consts)}{defs}{s.min_def()}"

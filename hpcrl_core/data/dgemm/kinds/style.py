@@ -139,13 +139,14 @@ class Style:
             return "#define MIN(a, b) ((a) < (b) ? (a) : (b))\n\n"
         return ""
 
-    def consts_def(self, values: Mapping[str, int]) -> str:
-        """File-scope integer constants (usable in array sizes and attributes either way)."""
+    def consts_def(self, values: Mapping[str, int | str]) -> str:
+        """File-scope integer constants (usable in array sizes and attributes either way). A string value is an
+        expression in constants defined before it (``"VW * NV"``); a macro gets it in parentheses."""
         if not values:
             return ""
         if self.consts == "enum":
             return "enum { " + ", ".join(f"{k} = {v}" for k, v in values.items()) + " };\n\n"
-        return "".join(f"#define {k} {v}\n" for k, v in values.items()) + "\n"
+        return "".join(f"#define {k} {v if isinstance(v, int) else f'({v})'}\n" for k, v in values.items()) + "\n"
 
     @property
     def cq(self) -> str:

@@ -180,9 +180,10 @@ def _tile_loops(s: Style, vec: Vec, kblock: bool) -> str:
             f"        {vec.store(at('C', f'({i} + r)', 'v'), 'acc[r][v]')}")
 
 
-def tile_vec(rng: random.Random, s: Style) -> Draft:
+def tile_vec(rng: random.Random, s: Style, derived_nr: bool = False) -> Draft:
     """Register tile of vector accumulators over (a block of) k, unpacked operands: in named accumulators (register
-    blocking + simd) or, half the time, in an accumulator array with loops over the tile (+ loop reordering)."""
+    blocking + simd) or, half the time, in an accumulator array with loops over the tile (+ loop reordering). With
+    ``derived_nr`` the array form writes its tile width ``NR (VW * NV)`` instead of its value (as ``packed``)."""
     vec = _random_vec(rng)
     mr, nv = rng.choice(((2, 2), (4, 2), (4, 1), (3, 2), (6, 1), (2, 3), (4, 3), (6, 2)))
     omp, kblock = rng.random() < 0.35, rng.random() < 0.35
@@ -206,7 +207,8 @@ def tile_vec(rng: random.Random, s: Style) -> Draft:
     body = (f"const int mfull = n - n % {mr_};\nconst int nfull = n - n % {nr_};\n"
             f"//# {mr_} x {nr_} tile of C in {regs} vector registers\n{main}\n{edges}")
     heads = includes("string.h" if "memset" in body else "stddef.h", *vec.headers())
-    consts = s.consts_def({"VW": vec.w, "MR": mr, "NV": nv, "NR": width, **({"KB": kb} if kblock else {})}) \
+    nr_value: int | str = "VW * NV" if derived_nr else width
+    consts = s.consts_def({"VW": vec.w, "MR": mr, "NV": nv, "NR": nr_value, **({"KB": kb} if kblock else {})}) \
         if loops else ""
     code = (f"{heads}{consts}{vec.prelude()}{s.min_def() if kblock else ''}{dot_helper(s, dot)}"
             f"{s.signature}\n{{\n{block(body, 1)}\n}}")
