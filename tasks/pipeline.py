@@ -16,8 +16,8 @@ No Prefect caching: DVC owns skip-if-unchanged. Only ``DvcStageLockedError`` (an
 repository lock: transient) is retried; a stage that fails on its own fails the same way again, so retrying it would
 only burn time.
 
-Used by ``flows/train_dgemm.py``. Test: ``pytest tests/flows/test_pipeline_logs.py
-tests/flows/test_train_dgemm_flow.py``.
+Used by ``flows/train_dgemm.py`` and ``flows/train_hargo.py``. Test: ``pytest tests/flows/test_pipeline_logs.py
+tests/flows/test_train_dgemm_flow.py tests/flows/test_hargo_flows.py``.
 """
 
 from __future__ import annotations
