@@ -1,0 +1,137 @@
+"""Why DGEMM samples failed, by cause: the failures that are one long-range inconsistency in a kernel's text, which
+the generator can rule out by construction, counted apart from the rest.
+
+Causes, first match wins:
+
+- ``missing header``: a compile error that names a function or type of a standard header the kernel does not
+  include (``memset`` without ``<string.h>``, ``malloc`` without ``<stdlib.h>``, ``__m256d`` without
+  ``<immintrin.h>`` ...). A kernel's opening decides its headers before its body decides what it calls;
+  ``prepare.dgemm.uniform_includes`` opens every kernel with the same headers.
+- ``NR != VW x NV``: the kernel defines its tile width as a number other than ``VW * NV``
+  (``benchmarks/tile_width.py``; ``prepare.dgemm.derived_nr``).
+- otherwise the sample's status (``wrong_result``, ``compile_error``, ``format_violation`` ...).
+
+Each argument is an evaluation's samples file (``eval_dgemm_samples.jsonl``) or a folder holding one. One row per
+(report, model): samples, failed samples, and the count per cause; a last row sums the reports per model.
+
+Run: ``.venv/bin/python benchmarks/failed_samples.py experiments/dgemm/*-sft*-s*/ [--models rl sft]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.register_tiles import samples_file  # noqa: E402
+from benchmarks.tile_width import kernel_source, width_mismatch  # noqa: E402
+from hpcrl_core.errors import DataError  # noqa: E402
+from hpcrl_core.files import json_lines  # noqa: E402
+
+MISSING_HEADER = "missing header"
+NR_MISMATCH = "NR != VW x NV"
+# names the compiler reports as undeclared, and the standard header that declares them
+_HEADER_OF = {**dict.fromkeys(("memset", "memcpy", "memmove", "strlen"), "string.h"),
+              **dict.fromkeys(("malloc", "calloc", "free", "posix_memalign", "aligned_alloc", "abort"), "stdlib.h"),
+              "size_t": "stddef.h"}
+_UNDECLARED = re.compile(r"implicit declaration of function [‘'`](\w+)[’']|unknown type name [‘'`](\w+)[’']"
+                         r"|[‘'`](\w+)[’'] undeclared")
+_INCLUDED = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<([^>]+)>", re.M)
+
+
+def header_of(name: str) -> str | None:
+    """The standard header that declares ``name``, or None when it is no header's (a misspelt local, say)."""
+    if name in _HEADER_OF:
+        return _HEADER_OF[name]
+    if name.startswith(("_mm", "__m")):
+        return "immintrin.h"
+    if name.startswith("omp_"):
+        return "omp.h"
+    return None
+
+
+def missing_header(code: str, detail: str) -> str | None:
+    """The header a compile error shows missing: one that declares a name the compiler did not know and that the
+    code does not include."""
+    included = set(_INCLUDED.findall(code))
+    for m in _UNDECLARED.finditer(detail):
+        header = header_of(next(g for g in m.groups() if g))
+        if header is not None and header not in included:
+            return header
+    return None
+
+
+def cause(row: dict) -> str | None:
+    """A failed sample's cause (see the module docstring), or None for a verified one."""
+    status = str(row.get("status"))
+    if status == "ok":
+        return None
+    code = kernel_source(str(row.get("completion", "")))
+    if status == "compile_error" and missing_header(code, str(row.get("detail", ""))):
+        return MISSING_HEADER
+    if width_mismatch(code) is not None:
+        return NR_MISMATCH
+    return status
+
+
+def collect(path: Path, models: Sequence[str]) -> dict[str, Counter[str]]:
+    """Per model: ``samples``, ``failed`` and the count per cause.
+
+    Raises:
+        DataError: a sample without a status or completion.
+    """
+    out = {m: Counter[str]() for m in models}
+    for line, row in json_lines(path):
+        model = str(row.get("model", "?"))
+        if model not in out:
+            continue
+        if not isinstance(row.get("status"), str) or not isinstance(row.get("completion"), str):
+            raise DataError(f"{path}:{line}: a sample without a completion or status")
+        out[model]["samples"] += 1
+        why = cause(row)
+        if why is not None:
+            out[model]["failed"] += 1
+            out[model][why] += 1
+    return out
+
+
+def rows(tallies: dict[tuple[str, str], Counter[str]]) -> list[str]:
+    fixed = ("samples", "failed", MISSING_HEADER, NR_MISMATCH)
+    rest = sorted({k for t in tallies.values() for k in t} - set(fixed))
+    out = ["| report | model | " + " | ".join(fixed + tuple(rest)) + " |",
+           "|---|---|" + "---:|" * (len(fixed) + len(rest))]
+    totals: dict[str, Counter[str]] = {}
+    for (report, model), t in tallies.items():
+        totals.setdefault(model, Counter()).update(t)
+        out.append(f"| {report} | {model} | " + " | ".join(str(t[k]) for k in fixed + tuple(rest)) + " |")
+    if len(tallies) > len(totals):
+        for model, t in totals.items():
+            out.append(f"| all | {model} | " + " | ".join(str(t[k]) for k in fixed + tuple(rest)) + " |")
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("reports", nargs="+", type=Path, help="eval_dgemm_samples.jsonl files or folders holding one")
+    ap.add_argument("--models", nargs="+", default=["rl"], help="models of the samples to read (default: rl)")
+    args = ap.parse_args(argv)
+    tallies: dict[tuple[str, str], Counter[str]] = {}
+    try:
+        for arg in args.reports:
+            for model, tally in collect(samples_file(arg), args.models).items():
+                tallies[(str(arg).rstrip("/"), model)] = tally
+    except DataError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print("\n".join(rows(tallies)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

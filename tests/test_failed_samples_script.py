@@ -1,0 +1,69 @@
+"""benchmarks/failed_samples.py: failed samples sorted into a missing standard header, a tile width that disagrees
+with VW x NV, or their status; an undeclared local name or an included header is no missing header; totals per model;
+bad input refused by name.
+
+Run: pytest tests/test_failed_samples_script.py
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks.failed_samples import MISSING_HEADER, NR_MISMATCH, cause, header_of, main, missing_header
+
+_NR_BAD = "#define VW 4\n#define NV 2\n#define NR 12\nvoid dgemm(void) {}\n"
+
+
+def _row(code: str, status: str, detail: str = "", model: str = "rl") -> dict:
+    return {"model": model, "status": status, "detail": detail, "completion": f"```c\n{code}```"}
+
+
+def test_a_missing_header_is_a_standard_name_the_kernel_does_not_include() -> None:
+    memset = "kernel.c:4:5: error: implicit declaration of function ‘memset’ [-Werror=implicit-function-declaration]"
+    assert missing_header("void dgemm(void) { memset(0, 0, 0); }", memset) == "string.h"
+    assert missing_header("#include <string.h>\nvoid dgemm(void) {}", memset) is None
+    assert missing_header("int x;", "kernel.c:9:1: error: unknown type name ‘__m256d’") == "immintrin.h"
+    assert missing_header("int x;", "error: ‘jj’ undeclared (first use in this function)") is None
+    assert missing_header("int x;", "error: ‘size_t’ undeclared (first use in this function)") == "stddef.h"
+    assert header_of("omp_get_thread_num") == "omp.h" and header_of("posix_memalign") == "stdlib.h"
+    assert header_of("MR") is None
+
+
+def test_causes_first_match_wins() -> None:
+    memset = "error: implicit declaration of function ‘memset’"
+    assert cause(_row("void f(void) {}", "ok")) is None
+    assert cause(_row("void f(void) {}", "compile_error", memset)) == MISSING_HEADER
+    assert cause(_row(_NR_BAD, "compile_error", memset)) == MISSING_HEADER
+    assert cause(_row(_NR_BAD, "wrong_result")) == NR_MISMATCH
+    assert cause(_row(_NR_BAD.replace("12", "8"), "wrong_result")) == "wrong_result"
+    assert cause(_row("int x;", "compile_error", "error: ‘jj’ undeclared")) == "compile_error"
+
+
+def test_rows_per_report_and_model_with_totals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    memset = "error: implicit declaration of function ‘memset’"
+    for name, rows in (("a", [_row("x", "ok"), _row("void f(void) {}", "compile_error", memset),
+                              _row(_NR_BAD, "wrong_result"), _row("x", "format_violation", model="sft")]),
+                       ("b", [_row(_NR_BAD, "wrong_result"), _row("x", "ok", model="sft")])):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "eval_dgemm_samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main([str(tmp_path / "a"), str(tmp_path / "b"), "--models", "rl", "sft"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    header = [c.strip() for c in out[0].split("|")][1:-1]
+    assert header == ["report", "model", "samples", "failed", MISSING_HEADER, NR_MISMATCH, "format_violation"]
+    table = {(c[1], c[2]): c[3:-1] for c in ([x.strip() for x in line.split("|")] for line in out[2:])}
+    assert table[(str(tmp_path / "a"), "rl")] == ["3", "2", "1", "1", "0"]
+    assert table[(str(tmp_path / "a"), "sft")] == ["1", "1", "0", "0", "1"]
+    assert table[("all", "rl")] == ["4", "3", "1", "2", "0"]
+    assert table[("all", "sft")] == ["2", "1", "0", "0", "1"]
+
+
+def test_bad_input_is_refused_by_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([str(tmp_path / "none")]) == 2
+    assert "none: no none there" in capsys.readouterr().err
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "eval_dgemm_samples.jsonl").write_text(json.dumps({"model": "rl", "status": "ok"}) + "\n")
+    assert main([str(tmp_path / "run")]) == 2
+    assert "without a completion or status" in capsys.readouterr().err
