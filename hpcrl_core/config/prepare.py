@@ -67,7 +67,10 @@ class DgemmPrepParams(Section):
     fit_registers: bool = False
     # packed and array-form tile_vec kernels define their tile width as NR (VW * NV), not its value: a policy that
     # changes VW or NV cannot leave the width inconsistent (wrong results in RL runs; docs/data.md)
-    derived_nr: bool = False
+    derived_nr: bool = True
+    # every kernel opens with the same standard headers (stddef, stdlib, string; omp/immintrin where used): a policy
+    # that opens without <string.h> and then calls memset wrote a fifth of RL's failed kernels (docs/data.md)
+    uniform_includes: bool = False
 
     @field_validator("train_sizes", "eval_sizes")
     @classmethod

@@ -133,7 +133,7 @@ def prepare_dgemm(p: PrepareParams, bench: BenchParams, settings: Settings,
     train_problems = make_problems("train", p.seed, d.train_problems, d.train_sizes)
     eval_problems = make_problems("eval", p.seed, d.eval_problems, d.eval_sizes)
     variants = generate_variants(p.seed, d.variants, d.vary_names, d.vary_layout, d.naive_transposed,
-                                 d.fit_registers, d.derived_nr)
+                                 d.fit_registers, d.derived_nr, d.uniform_includes)
 
     def tick(done: int, total: int) -> None:
         if done == total or done % 20 == 0:

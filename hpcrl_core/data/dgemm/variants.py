@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import random
+import re
 import sys
 from collections import Counter
 from collections.abc import Callable
@@ -89,9 +90,33 @@ def kind_schedule(count: int) -> list[str]:
     return out
 
 
+# The headers every kernel includes with ``uniform_includes``; ``omp.h`` and ``immintrin.h`` only where the kernel
+# already did (``immintrin.h`` exists only on x86; ``#pragma omp`` needs no header).
+UNIFORM_HEADERS: tuple[str, ...] = ("stddef.h", "stdlib.h", "string.h")
+_INCLUDE_LINE = re.compile(r"^#include <([^>]+)>\n", re.M)
+
+
+def uniform_prelude(code: str) -> str:
+    """``code`` with its ``#include`` lines replaced, where the first stood, by ``UNIFORM_HEADERS`` followed by the
+    other headers it included (in their order): which standard headers a kernel opens with then says nothing about
+    its body, so a body that calls ``memset`` cannot follow an opening without ``<string.h>``. A kernel without
+    includes gets the block at its top (after a leading ``#ifndef`` feature-test guard)."""
+    found = _INCLUDE_LINE.findall(code)
+    headers = list(dict.fromkeys([*UNIFORM_HEADERS, *found]))
+    block = "".join(f"#include <{h}>\n" for h in headers)
+    if found:
+        first = _INCLUDE_LINE.search(code)
+        assert first is not None
+        head, rest = code[:first.start()], code[first.start():]
+        return head + block + _INCLUDE_LINE.sub("", rest)
+    guard = re.match(r"(#ifndef [^\n]*\n#define [^\n]*\n#endif\n)", code)
+    at = guard.end() if guard else 0
+    return code[:at] + block + "\n" + code[at:]
+
+
 def generate_variants(seed: int, count: int, vary_names: bool = False, vary_layout: bool = True,
                       naive_transposed: float = NAIVE_TRANSPOSED, fit_registers: bool = False,
-                      derived_nr: bool = False) -> list[Variant]:
+                      derived_nr: bool = False, uniform_includes: bool = False) -> list[Variant]:
     """Generate ``count`` distinct kernel variants.
 
     Args:
@@ -106,6 +131,8 @@ def generate_variants(seed: int, count: int, vary_names: bool = False, vary_layo
             (``prepare.dgemm.fit_registers``; ``kinds.packed.tile_registers``).
         derived_nr: ``packed`` and array-form ``tile_vec`` kernels define their tile width as ``(VW * NV)``
             instead of its value (``prepare.dgemm.derived_nr``).
+        uniform_includes: every kernel opens with the same standard headers (``uniform_prelude``;
+            ``prepare.dgemm.uniform_includes``).
 
     Returns:
         Variants in schedule order, named ``NNNN:kind:parameters``.
@@ -133,10 +160,11 @@ def generate_variants(seed: int, count: int, vary_names: bool = False, vary_layo
         for _ in range(_MAX_REDRAWS):
             sub = random.Random(rng.getrandbits(64))
             draft = make(sub, random_style(sub, vary_names, vary_layout))
-            key = normalise_code(draft.code)
+            code = uniform_prelude(draft.code) if uniform_includes else draft.code
+            key = normalise_code(code)
             if key not in seen:
                 seen.add(key)
-                out.append(Variant(f"{idx:04d}:{kind}:{draft.desc}", draft.code, draft.intended, kind))
+                out.append(Variant(f"{idx:04d}:{kind}:{draft.desc}", code, draft.intended, kind))
                 break
         else:
             if vary_layout:

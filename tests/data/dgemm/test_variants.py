@@ -17,10 +17,18 @@ from hpcrl_core.bench.node import vector_registers
 from hpcrl_core.bench.techniques import ALL_TECHNIQUES, Technique, detect_techniques_in_source
 from hpcrl_core.data.dgemm.kinds import packed as packed_kind
 from hpcrl_core.data.dgemm.problems import HEADERS
-from hpcrl_core.data.dgemm.variants import KINDS, Variant, generate_variants, kind_schedule
+from hpcrl_core.data.dgemm.variants import (
+    KINDS,
+    UNIFORM_HEADERS,
+    Variant,
+    generate_variants,
+    kind_schedule,
+    uniform_prelude,
+)
 from hpcrl_core.errors import DataError
 
 _INCLUDE = re.compile(r"^\s*#\s*include\s*<([^>]+)>", re.M)
+_INCLUDE_LINES = re.compile(r"^#include <[^>]+>\n", re.M)
 _SIGNATURE = re.compile(r"void\s+dgemm\s*\(\s*(const\s+)?int\s+n\s*,\s*const\s+double\s*\*\s*(restrict\s+)?A\s*,\s*"
                         r"const\s+double\s*\*\s*(restrict\s+)?B\s*,\s*double\s*\*\s*(restrict\s+)?C\s*\)")
 
@@ -234,3 +242,36 @@ def test_a_derived_width_keeps_a_kernel_whose_nv_was_changed_correct(engine: Eng
         literal, derived = ex.map([other_nv(first_packed(False)), other_nv(first_packed(True))])
     assert derived.ok, derived.detail[:300]
     assert literal.status.value == "wrong_result", (literal.status, literal.detail[:300])
+
+
+def test_the_uniform_prelude_replaces_the_includes_where_they_stood() -> None:
+    assert uniform_prelude("#include <omp.h>\n#include <string.h>\n\nvoid f(void) {}\n") == (
+        "#include <stddef.h>\n#include <stdlib.h>\n#include <string.h>\n#include <omp.h>\n\nvoid f(void) {}\n")
+    assert uniform_prelude("void dgemm(void) {}\n") == (
+        "#include <stddef.h>\n#include <stdlib.h>\n#include <string.h>\n\nvoid dgemm(void) {}\n")
+    guard = "#ifndef _POSIX_C_SOURCE\n#define _POSIX_C_SOURCE 200112L\n#endif\n"
+    assert uniform_prelude(guard + "#include <immintrin.h>\n#include <stdlib.h>\n\nint x;\n") == (
+        guard + "#include <stddef.h>\n#include <stdlib.h>\n#include <string.h>\n#include <immintrin.h>\n\nint x;\n")
+    assert uniform_prelude(guard + "int y;\n").startswith(guard + "#include <stddef.h>\n")
+
+
+@pytest.mark.parametrize("vary_layout", [False, True])
+def test_uniform_includes_open_every_kernel_alike_and_keep_the_batch(vary_layout: bool) -> None:
+    plain = generate_variants(7, 300, vary_layout=vary_layout)
+    uniform = generate_variants(7, 300, vary_layout=vary_layout, uniform_includes=True)
+    assert [(v.name, v.intended) for v in plain] == [(v.name, v.intended) for v in uniform]
+    block = "".join(f"#include <{h}>\n" for h in UNIFORM_HEADERS)
+    for p, u in zip(plain, uniform, strict=True):
+        assert block in u.code, u.name
+        assert set(_INCLUDE.findall(u.code)) == set(_INCLUDE.findall(p.code)) | set(UNIFORM_HEADERS), u.name
+        assert _INCLUDE_LINES.sub("", u.code).strip() == _INCLUDE_LINES.sub("", p.code).strip(), u.name
+    assert len({p.code.split("\n", 1)[0] for p in plain}) > 1  # without: kernels open with different headers
+
+
+@pytest.mark.integration
+def test_every_variant_with_uniform_includes_verifies(engine: Engine) -> None:
+    variants = generate_variants(0, 24, vary_layout=False, uniform_includes=True)
+    with LocalExecutor(engine) as ex:
+        results = ex.map([v.code for v in variants])
+    failed = [(v.name, r.status.value, r.detail[:300]) for v, r in zip(variants, results, strict=True) if not r.ok]
+    assert not failed, failed
