@@ -32,13 +32,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.register_tiles import samples_file  # noqa: E402
+from hpcrl_core.bench.extract import extract_code  # noqa: E402
 from hpcrl_core.errors import DataError  # noqa: E402
 from hpcrl_core.files import json_lines  # noqa: E402
 
 _DEFINE = {name: re.compile(rf"^[ \t]*#[ \t]*define[ \t]+{name}[ \t]+(\d+)[ \t]*$", re.M)
            for name in ("VW", "NV", "NR")}
-_NR_LINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+NR[ \t]+\d+[ \t]*$", re.M)
-_FENCE = re.compile(r"```[A-Za-z]*\n(.*?)(?:```|\Z)", re.S)
 
 
 def width_mismatch(code: str) -> tuple[int, int, int] | None:
@@ -52,13 +51,13 @@ def width_mismatch(code: str) -> tuple[int, int, int] | None:
 
 def derive_width(code: str) -> str:
     """The code with its ``#define NR <number>`` line(s) replaced by ``#define NR (VW * NV)``."""
-    return _NR_LINE.sub("#define NR (VW * NV)", code)
+    return _DEFINE["NR"].sub("#define NR (VW * NV)", code)
 
 
 def kernel_source(completion: str) -> str:
-    """The C source of a completion: its first fenced block, or the whole text when it has no fence."""
-    m = _FENCE.search(completion)
-    return m.group(1) if m else completion
+    """The C source of a completion as the engine extracts it (``bench.extract.extract_code``, no size limit), or
+    the whole text when it holds no ``dgemm``."""
+    return extract_code(completion, sys.maxsize).code or completion
 
 
 @dataclass

@@ -51,7 +51,7 @@ def test_the_width_disagrees_only_when_nr_is_a_number_other_than_vw_times_nv() -
     assert width_mismatch(_other_nv(_packed(derived=True))) is None
     assert width_mismatch(derive_width(_other_nv(literal))) is None
     assert "#define NR (VW * NV)" in derive_width(literal) and derive_width(literal).count("#define NR") == 1
-    assert kernel_source("```c\nint x;\n```\ntrailing") == "int x;\n"
+    assert kernel_source("```c\nvoid dgemm(void) {}\n```\ntrailing") == "void dgemm(void) {}\n"
     assert kernel_source("int y;") == "int y;"
 
 

@@ -101,14 +101,11 @@ def uniform_prelude(code: str) -> str:
     other headers it included (in their order): which standard headers a kernel opens with then says nothing about
     its body, so a body that calls ``memset`` cannot follow an opening without ``<string.h>``. A kernel without
     includes gets the block at its top (after a leading ``#ifndef`` feature-test guard)."""
-    found = _INCLUDE_LINE.findall(code)
-    headers = list(dict.fromkeys([*UNIFORM_HEADERS, *found]))
+    headers = list(dict.fromkeys([*UNIFORM_HEADERS, *_INCLUDE_LINE.findall(code)]))
     block = "".join(f"#include <{h}>\n" for h in headers)
-    if found:
-        first = _INCLUDE_LINE.search(code)
-        assert first is not None
-        head, rest = code[:first.start()], code[first.start():]
-        return head + block + _INCLUDE_LINE.sub("", rest)
+    first = _INCLUDE_LINE.search(code)
+    if first is not None:
+        return code[:first.start()] + block + _INCLUDE_LINE.sub("", code[first.start():])
     guard = re.match(r"(#ifndef [^\n]*\n#define [^\n]*\n#endif\n)", code)
     at = guard.end() if guard else 0
     return code[:at] + block + "\n" + code[at:]
