@@ -108,6 +108,11 @@ def _imported(tree: ast.AST, module: str, is_package: bool) -> set[str]:
     return names
 
 
+@functools.cache  # a module is in most stages' closures: parsed once
+def _module_imports(path: Path, module: str) -> frozenset[str]:
+    return frozenset(_imported(ast.parse(path.read_text(), str(path)), module, path.name == "__init__.py"))
+
+
 @functools.cache
 def import_closure(root: Path, module: str) -> dict[str, Path]:
     """Every project module that running ``module`` imports, with the packages above each: name -> file."""
@@ -121,7 +126,7 @@ def import_closure(root: Path, module: str) -> dict[str, Path]:
         seen[name] = path
         parts = name.split(".")
         todo += [".".join(parts[:i]) for i in range(1, len(parts))]  # importing a.b.c runs a and a.b first
-        for imported in _imported(ast.parse(path.read_text(), str(path)), name, path.name == "__init__.py"):
+        for imported in _module_imports(path, name):
             bits = imported.split(".")
             todo += [".".join(bits[:i]) for i in range(1, len(bits) + 1)]
     return seen
@@ -186,6 +191,7 @@ def _field_model(model: type[BaseModel], field: str) -> type[BaseModel] | None:
     return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
 
 
+@functools.cache  # a module is in most stages' closures: parsed once (callers only read the answer)
 def params_reads(source: str, filename: str = "<source>") -> dict[str, list[int]]:
     """params keys one module reads (see the module docstring) -> the lines reading them."""
     tree = ast.parse(source, filename)
@@ -250,15 +256,28 @@ def test_stage_runs_a_project_module(stage: str) -> None:
     assert stage_module(ROOT, cmd), f"stage {stage}: `{cmd}` runs no project module; give it its own rule here"
 
 
+@functools.cache
+def project_missing_code() -> dict[str, list[str]]:
+    """``missing_code`` of this project, read once for every stage's test."""
+    return missing_code(ROOT, ROOT / "dvc.yaml")
+
+
+@functools.cache
+def project_missing_params() -> dict[str, dict[str, list[str]]]:
+    """``missing_params`` of this project, read once for every stage's test (each reading parses every module of
+    every stage's closure: a few seconds)."""
+    return missing_params(ROOT, ROOT / "dvc.yaml")
+
+
 @pytest.mark.parametrize("stage", STAGES)
 def test_stage_deps_cover_the_code_it_runs(stage: str) -> None:
-    missing = missing_code(ROOT, ROOT / "dvc.yaml")[stage]
+    missing = project_missing_code()[stage]
     assert not missing, f"stage {stage}: deps in dvc.yaml miss modules its command imports: {', '.join(missing)}"
 
 
 @pytest.mark.parametrize("stage", STAGES)
 def test_stage_params_cover_the_keys_it_reads(stage: str) -> None:
-    missing = missing_params(ROOT, ROOT / "dvc.yaml")[stage]
+    missing = project_missing_params()[stage]
     assert not missing, (f"stage {stage}: params in dvc.yaml miss keys its code reads: "
                          + "; ".join(f"{key} (read at {', '.join(where[:3])})" for key, where in missing.items()))
 
