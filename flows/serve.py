@@ -11,7 +11,8 @@ Started in this order (services of one step side by side, each step waited for b
 2. ``mlflow``: the MLflow tracking server (``mlflow/start.sh``) on 127.0.0.1:5000, SQLite backend
    ``<dir>/mlflow.db``, artifacts proxied to ``s3://hpcrl-mlflow``.
 3. ``server``: the Prefect server (SQLite under ``PREFECT_HOME``) on 127.0.0.1:4200; then the work pools and
-   deployments of ``prefect.yaml`` (``flows/deploy.py``).
+   deployments of ``prefect.yaml`` (``flows/deploy.py``), applied again on a later start unless that same server
+   holds them already and neither prefect.yaml nor a deployment's entrypoint file changed.
 4. ``cpu-worker`` and ``gpu-worker``: process workers of pools ``cpu`` and ``gpu`` (on a machine without a GPU the
    gpu pool's worker trains on the CPU).
 5. ``agent``: one CPU agent (``hpcrl agent --slots 1``), waited for until its heartbeat reaches the server.
@@ -31,6 +32,7 @@ Test: ``pytest -m integration tests/flows/test_deployment.py``.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import logging
 import os
 import socket
@@ -42,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from flows.deploy import POOLS
+from flows.deploy import PIPELINES, POOLS, PREFECT_YAML
 from flows.serve_s3 import BUCKETS, REGION, ensure_buckets, s3_buckets, s3_keys
 from flows.service import (
     ServeError,
@@ -100,6 +102,7 @@ class _Start:
         self.d, self.ports, self.timeout_s = d, ports, timeout_s
         self.started: list[Service] = []
         self.env: dict[str, str] = {}
+        self.server_pid = 0
         self.base = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_API_URL", "MLFLOW_TRACKING"))}
 
     def child_env(self) -> dict[str, str]:
@@ -165,20 +168,30 @@ class _Start:
         return Wait(MLFLOW, pid, f"healthy at {url}/health", lambda: http_ok(f"{url}/health"))
 
     def prefect(self) -> Wait:
-        """Launch the Prefect server; returns what to wait for."""
+        """Launch the Prefect server; returns what to wait for (``self.server_pid``: its pid)."""
         api_url = self.url(SERVER, f"http://127.0.0.1:{self.ports.prefect}/api")
         port = int(api_url.removesuffix("/api").rsplit(":", 1)[1])
         argv = [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)]
         pid, _ = self.launch(SERVER, argv, self.base, port, "SERVE_PORT")
+        self.server_pid = pid
         self.env["PREFECT_API_URL"] = api_url
         return Wait(SERVER, pid, f"healthy at {api_url}/health", lambda: healthy(api_url))
 
-    def deployments(self) -> None:
+    def deployments(self, server_pid: int) -> None:
+        """Apply the deployments of prefect.yaml, unless this same server process already holds them as they are
+        (their fingerprint was recorded after it applied them): a second start costs no 15-25 s of flow imports."""
+        record, fingerprint = self.d / "deployed", deployments_fingerprint(server_pid)
+        if record.is_file() and record.read_text().strip() == fingerprint:
+            print("deployments: as applied to this server before (prefect.yaml and the flows' files unchanged); "
+                  "`python -m flows.deploy` applies them again", flush=True)
+            return
+        record.unlink(missing_ok=True)
         done = subprocess.run([sys.executable, "-m", "flows.deploy"], cwd=ROOT, env=self.child_env(), text=True,
                               capture_output=True, timeout=self.timeout_s)
         if done.returncode != 0:
             raise ServeError(f"creating the deployments of prefect.yaml failed:\n{done.stdout}{done.stderr[-3000:]}")
         print("\n".join(line for line in done.stdout.splitlines() if line.startswith("deployment ")), flush=True)
+        record.write_text(f"{fingerprint}\n")
 
     def workers(self) -> list[Wait]:
         """Launch a process worker per work pool; returns what to wait for."""
@@ -215,6 +228,15 @@ class _Start:
                       file=sys.stderr)
 
 
+def deployments_fingerprint(server_pid: int) -> str:
+    """What the deployments applied to the Prefect server ``server_pid`` depend on: that process (a restarted
+    server may hold other ones), prefect.yaml and each deployment's entrypoint file (its flow's parameters)."""
+    digest = hashlib.sha256(f"server pid {server_pid}\n".encode())
+    for path in [PREFECT_YAML, *sorted({ROOT / p.entrypoint.split(":")[0] for p in PIPELINES.values()})]:
+        digest.update(f"{path}\n".encode() + path.read_bytes())  # the deployments name the files by path
+    return digest.hexdigest()
+
+
 def write_env_file(path: Path, env: Mapping[str, str], d: Path) -> None:
     lines = [ENV_HEADER, f"# services, pids and logs: {d}; stop them: make stop",
              *(f"{k}={env[k]}" for k in sorted(env))]
@@ -238,7 +260,7 @@ def start(ports: Ports = Ports(), timeout_s: float = 180.0, env_file: Path = ENV
     try:
         run.s3()
         run.wait([run.mlflow(), run.prefect()])  # side by side: each takes 10-30 s to import and start
-        run.deployments()
+        run.deployments(run.server_pid)
         run.wait([*run.workers(), run.agent(params)])
     except BaseException:
         run.rollback()
@@ -277,6 +299,7 @@ def stop() -> bool:
             continue
         print(f"{service.name}: " + ("not running" if pid is None else f"stopped (pid {pid})")
               + (f"; still alive: {left}" if left else ""))
+    (d / "deployed").unlink(missing_ok=True)  # a later server may run under the same pid
     pointer = d / "env_file"
     if pointer.exists():  # serve.env would point at servers that are gone
         env_file = Path(pointer.read_text().strip())

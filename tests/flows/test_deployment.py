@@ -176,6 +176,7 @@ def test_serve_stack_end_to_end(tmp_path: Path) -> None:
         again = serve(env, "start", "--port", str(free_port()), "--mlflow-port", str(free_port()), "--s3-port",
                       str(free_port()), "--env-file", str(env_file))
         assert again.stdout.count("already running") == len(SERVICES), again.stdout
+        assert "deployments: as applied to this server before" in again.stdout, again.stdout
         assert read_env_file(env_file) == stack
         assert pids == {name: int((home / "serve" / f"{name}.pid").read_text()) for name in SERVICES}
         status = subprocess.run([sys.executable, "-m", "flows.cli", "status"], cwd=ROOT, env=env, text=True,

@@ -96,3 +96,30 @@ def test_stop_also_stops_the_worker_of_the_former_layout(tmp_path: Path, monkeyp
     legacy = serve.LEGACY[0]
     pid = spawn(legacy, d, [sys.executable, "-c", "import time; time.sleep(60)  # prefect worker"], {})
     assert serve.stop() and not alive(pid) and read_pid(legacy, d) is None
+
+
+def test_deployments_are_applied_again_after_a_change_or_to_another_server(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fingerprint a second start compares before skipping the deployments: the same for the same server and
+    files, another for another server process, a changed prefect.yaml or a changed entrypoint file."""
+    spec, flow_file = tmp_path / "prefect.yaml", tmp_path / "flow.py"
+    spec.write_text("deployments: []\n")
+    flow_file.write_text("def f(a: int) -> None: ...\n")
+    monkeypatch.setattr(serve, "PREFECT_YAML", spec)
+    monkeypatch.setattr(serve, "ROOT", tmp_path)
+    monkeypatch.setattr(serve, "PIPELINES", {"p": deploy.Pipeline("flow.py:f", "cpu")})
+    first = serve.deployments_fingerprint(101)
+    assert serve.deployments_fingerprint(101) == first and serve.deployments_fingerprint(102) != first
+    flow_file.write_text("def f(a: int, b: int = 0) -> None: ...\n")
+    second = serve.deployments_fingerprint(101)
+    spec.write_text("deployments: [{}]\n")
+    assert len({first, second, serve.deployments_fingerprint(101)}) == 3
+
+
+def test_stop_forgets_the_applied_deployments(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server started after ``stop`` may get the old one's pid: the record of what it held goes with it."""
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path))
+    d = serve.serve_dir()
+    d.mkdir()
+    (d / "deployed").write_text("abc\n")
+    assert serve.stop() and not (d / "deployed").exists()
