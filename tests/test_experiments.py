@@ -53,6 +53,9 @@ def test_tables_show_mean_spread_and_each_run() -> None:
     assert headroom_line(results) == ["- sqd: mean headroom closed over 1 runs: 0.500 (meets 0.5)"]
     results["sqd"][1]["rl"]["headroom_closed"] = 0.3
     assert headroom_line(results) == ["- sqd: mean headroom closed over 2 runs: 0.400 (below 0.5)"]
+    results["sqd"][1]["rl"]["headroom_closed_measurable"] = 0.7  # one run has the figure: its mean alone
+    assert headroom_line(results) == ["- sqd: mean headroom closed over 2 runs: 0.400 (below 0.5); over the problems "
+                                      "with a gap of at least 5% of the oracle: 0.700 (1 runs)"]
 
 
 def test_yardstick_table_spreads_over_seeds_and_leaves_out_runs_without_it() -> None:

@@ -104,6 +104,13 @@ def test_ratios_and_headroom_on_known_numbers() -> None:
     near = headroom_closed([0.0, 8.0, 9.0], [5.59, 2.0, 3.0],
                            [Oracle("a", 5.65), Oracle("b", 10.0), Oracle("c", 10.0)])
     assert near["headroom_closed"] < -25 and near["headroom_closed_median"] == pytest.approx(6 / 8)
+    # ... a gap of 1% of the oracle is within the engine's spread: the measurable mean leaves it out
+    assert near["headroom_closed_measurable"] == pytest.approx((6 / 8 + 6 / 7) / 2)
+    assert near["headroom_unmeasurable"] == 1 and near["headroom_problems"] == 3
+    edge = headroom_closed([10.0, 5.0], [9.4, 9.6], [Oracle("a", 10.0), Oracle("b", 10.0)])  # gaps 6% and 4%
+    assert edge["headroom_unmeasurable"] == 1 and edge["headroom_closed_measurable"] == pytest.approx(1.0)
+    assert edge["headroom_closed"] == pytest.approx((1.0 - 4.6 / 0.4) / 2)
+    assert h["headroom_closed_measurable"] == h["headroom_closed"] and h["headroom_unmeasurable"] == 0
 
 
 def test_distinct_kernels_counts_verified_sources_up_to_layout_and_comments() -> None:
