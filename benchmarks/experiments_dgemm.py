@@ -43,6 +43,7 @@ from hpcrl_core.config import Params, Settings, load_params  # noqa: E402
 from hpcrl_core.errors import DataError  # noqa: E402
 from hpcrl_core.evaluation.dgemm import evaluate_dgemm  # noqa: E402
 from hpcrl_core.evaluation.discovery import Discovery, describe, discovery, read_history  # noqa: E402
+from hpcrl_core.evaluation.oracle import MEASURABLE_GAP  # noqa: E402
 from hpcrl_core.evaluation.report import samples_path_for, write_report, write_samples  # noqa: E402
 from hpcrl_core.evaluation.targets import HEADROOM_CLOSED, missed_bars  # noqa: E402
 from hpcrl_core.training.rl import run_rl  # noqa: E402
@@ -187,7 +188,7 @@ def headroom_line(results: dict[str, list[dict[str, Any]]]) -> list[str]:
                    else f"{mean:.3f} ({'meets' if mean >= HEADROOM_CLOSED else 'below'} {HEADROOM_CLOSED})")
         measurable = _present([r["rl"] for r in reports], "headroom_closed_measurable")
         if measurable:  # reports written before the figure existed lack it
-            verdict += (f"; over the problems with a gap of at least 5% of the oracle: "
+            verdict += (f"; over the problems with a gap of at least {MEASURABLE_GAP:.0%} of the oracle: "
                         f"{statistics.fmean(measurable):.3f} ({len(measurable)} runs)")
         lines.append(f"- {variant}: mean headroom closed over {len(values)} runs: {verdict}")
     return lines

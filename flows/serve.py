@@ -75,6 +75,7 @@ STOP_ORDER = (AGENT, *WORKERS, SERVER, MLFLOW, S3)  # each before what it talks 
 # the worker of the pool hpcrl-local that make serve ran before the stack had pools cpu and gpu: stopped if found
 LEGACY = (Service("worker", b"prefect"),)
 ENV_FILE = ROOT / "serve.env"
+DEPLOYED = "deployed"  # <dir>/deployed: the fingerprint of the deployments the running server holds
 ENV_HEADER = "# written by `make serve` (python -m flows.serve start): the local stack. Load it: set -a; . ./serve.env"
 
 
@@ -177,10 +178,11 @@ class _Start:
         self.env["PREFECT_API_URL"] = api_url
         return Wait(SERVER, pid, f"healthy at {api_url}/health", lambda: healthy(api_url))
 
-    def deployments(self, server_pid: int) -> None:
-        """Apply the deployments of prefect.yaml, unless this same server process already holds them as they are
-        (their fingerprint was recorded after it applied them): a second start costs no 15-25 s of flow imports."""
-        record, fingerprint = self.d / "deployed", deployments_fingerprint(server_pid)
+    def deployments(self) -> None:
+        """Apply the deployments of prefect.yaml, unless this same server process (``self.server_pid``) already holds
+        them as they are (their fingerprint was recorded after it applied them): a second start costs no 15-25 s of
+        flow imports."""
+        record, fingerprint = self.d / DEPLOYED, deployments_fingerprint(self.server_pid)
         if record.is_file() and record.read_text().strip() == fingerprint:
             print("deployments: as applied to this server before (prefect.yaml and the flows' files unchanged); "
                   "`python -m flows.deploy` applies them again", flush=True)
@@ -260,7 +262,7 @@ def start(ports: Ports = Ports(), timeout_s: float = 180.0, env_file: Path = ENV
     try:
         run.s3()
         run.wait([run.mlflow(), run.prefect()])  # side by side: each takes 10-30 s to import and start
-        run.deployments(run.server_pid)
+        run.deployments()
         run.wait([*run.workers(), run.agent(params)])
     except BaseException:
         run.rollback()
@@ -299,7 +301,7 @@ def stop() -> bool:
             continue
         print(f"{service.name}: " + ("not running" if pid is None else f"stopped (pid {pid})")
               + (f"; still alive: {left}" if left else ""))
-    (d / "deployed").unlink(missing_ok=True)  # a later server may run under the same pid
+    (d / DEPLOYED).unlink(missing_ok=True)  # a later server may run under the same pid
     pointer = d / "env_file"
     if pointer.exists():  # serve.env would point at servers that are gone
         env_file = Path(pointer.read_text().strip())

@@ -121,5 +121,5 @@ def test_stop_forgets_the_applied_deployments(tmp_path: Path, monkeypatch: pytes
     monkeypatch.setenv("PREFECT_HOME", str(tmp_path))
     d = serve.serve_dir()
     d.mkdir()
-    (d / "deployed").write_text("abc\n")
-    assert serve.stop() and not (d / "deployed").exists()
+    (d / serve.DEPLOYED).write_text("abc\n")
+    assert serve.stop() and not (d / serve.DEPLOYED).exists()
