@@ -14,13 +14,15 @@ kernels); and per run when its training first sampled a fast kernel and whether 
 (``hpcrl_core/evaluation/discovery.py``) and whether it meets issue 24's bars (``hpcrl_core/evaluation/targets.py``).
 Variants: ``sqd`` = params.yaml as is; ``nosqd`` = ``rl_dgemm.sqd.enabled: false`` (problems keep their
 generated stage); ``share`` = ``reward.duplicate_penalty`` set to ``--share-penalty`` (docs/sqd.md, "Duplicate
-sharing"); ``noshare`` = ``reward.duplicate_penalty: 0`` (params.yaml shares duplicates by default).
+sharing"); ``noshare`` = ``reward.duplicate_penalty: 0`` (params.yaml shares duplicates by default); ``vocab`` =
+``rl_dgemm.plan_vocabulary`` and ``evaluate.dgemm_plan_vocabulary`` on (plan lines held to the corpus's, in RL and
+in the evaluation of both policies).
 
 Prints the table and writes it to docs/experiments.md (between markers), with every run's figures in
 ``experiments/dgemm/results.json`` (``--no-write``: prints only).
 
 Run: ``.venv/bin/python benchmarks/experiments_dgemm.py [--seeds 1 2 3] [--sft-seeds 1234 7]
-[--variants sqd nosqd share noshare] [--share-penalty 10] [--steps N]`` (needs ``dvc repro sft``; each run takes
+[--variants sqd nosqd share noshare vocab] [--share-penalty 10] [--steps N]`` (needs ``dvc repro sft``; each run takes
 rl_dgemm.max_steps RL steps plus one evaluation, each further SFT seed one SFT training, ``sft.max_steps`` steps).
 """
 
@@ -53,12 +55,12 @@ DOC = ROOT / "docs" / "experiments.md"
 KEYS = ("verified_rate", "gflops_median", "gflops_best", "best_vs_numpy")
 
 
-VARIANTS = ("sqd", "nosqd", "share", "noshare")
+VARIANTS = ("sqd", "nosqd", "share", "noshare", "vocab")
 
 
 def variant_params(params: Params, variant: str, seed: int, steps: int | None,
                    share_penalty: float = 10.0) -> Params:
-    rp, reward = params.rl_dgemm, params.reward
+    rp, reward, ep = params.rl_dgemm, params.reward, params.evaluate
     update: dict[str, Any] = {"seed": seed}
     if steps:
         update["max_steps"] = steps
@@ -68,9 +70,12 @@ def variant_params(params: Params, variant: str, seed: int, steps: int | None,
         reward = reward.model_copy(update={"duplicate_penalty": share_penalty})
     elif variant == "noshare":
         reward = reward.model_copy(update={"duplicate_penalty": 0.0})
+    elif variant == "vocab":
+        update["plan_vocabulary"] = True
+        ep = ep.model_copy(update={"dgemm_plan_vocabulary": True})
     elif variant != "sqd":
         raise SystemExit(f"unknown variant {variant!r}; allowed: {', '.join(VARIANTS)}")
-    return params.model_copy(update={"rl_dgemm": rp.model_copy(update=update), "reward": reward})
+    return params.model_copy(update={"rl_dgemm": rp.model_copy(update=update), "reward": reward, "evaluate": ep})
 
 
 def run_settings(p: Params, data: Path, sft: Path) -> dict[str, Any]:

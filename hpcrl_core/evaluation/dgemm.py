@@ -41,14 +41,16 @@ from hpcrl_core.bench.executor import BenchBackend, LocalExecutor, bench_backend
 from hpcrl_core.bench.reference import submit_numpy
 from hpcrl_core.bench.result import BenchResult, Status, node_references
 from hpcrl_core.config import Params, Settings, load_params
-from hpcrl_core.data.dgemm.corpus import CODE_FENCE
+from hpcrl_core.data.dgemm.corpus import CODE_FENCE, plan_openings
 from hpcrl_core.data.schema import Record, read_jsonl
-from hpcrl_core.errors import DataError
+from hpcrl_core.errors import ConfigError, DataError
 from hpcrl_core.evaluation.generate import generate
 from hpcrl_core.evaluation.metrics import winrate
+from hpcrl_core.evaluation.openings import OpeningVocabulary
 from hpcrl_core.evaluation.oracle import (
     RICH,
     CorpusEntry,
+    corpus_path,
     corpus_summary,
     distinct_kernels,
     headroom_closed,
@@ -108,22 +110,36 @@ def permitted_sets(problems: Sequence[Record]) -> list[list[str]]:
 
 
 def sample_kernels(model: Any, tokenizer: Any, problems: Sequence[Record], params: Params,
-                   progress: Progress | None = None, label: str = "dgemm") -> list[list[str]]:
+                   progress: Progress | None = None, label: str = "dgemm",
+                   corpus: Path | None = None) -> list[list[str]]:
     """k sampled completions per problem (``evaluate.samples_per_problem``, at ``evaluate.temperature``), each after
-    the code fence with ``evaluate.dgemm_fence_given``."""
+    the code fence with ``evaluate.dgemm_fence_given``, its plan line one of ``corpus``'s with
+    ``evaluate.dgemm_plan_vocabulary``.
+
+    Raises:
+        ConfigError: ``evaluate.dgemm_plan_vocabulary`` without a corpus, or on data without plan lines.
+    """
     ep = params.evaluate
+    openings = None
+    if ep.dgemm_plan_vocabulary:
+        if corpus is None:
+            raise ConfigError("evaluate.dgemm_plan_vocabulary needs the corpus (data/dgemm/corpus.jsonl) to read the "
+                              "plan lines from")
+        plan_line, plan_permitted = params.prepare.dgemm.plan_line, params.prepare.dgemm.plan_permitted
+        openings = OpeningVocabulary(tokenizer, plan_openings(corpus, plan_line, plan_permitted,
+                                                              "evaluate.dgemm_plan_vocabulary"))
     tick = (lambda done, total: progress(f"{label}: sampled problems {done}/{total}")) if progress else None
     return generate(model, tokenizer, [r.prompt for r in problems], temperature=ep.temperature,
                     max_new_tokens=ep.dgemm_max_new_tokens, num_return_sequences=ep.samples_per_problem,
                     batch_size=ep.batch_size, seed=ep.seed, progress=tick,
-                    opening=CODE_FENCE if ep.dgemm_fence_given else "")
+                    opening=CODE_FENCE if ep.dgemm_fence_given else "", openings=openings)
 
 
 def sample_model(model_dir: Path, problems: Sequence[Record], params: Params,
-                 progress: Progress | None = None) -> list[list[str]]:
+                 progress: Progress | None = None, corpus: Path | None = None) -> list[list[str]]:
     """``sample_kernels`` of the model saved in ``model_dir``."""
     model, tokenizer = load_saved_policy(model_dir)
-    return sample_kernels(model, tokenizer, problems, params, progress, label=str(model_dir))
+    return sample_kernels(model, tokenizer, problems, params, progress, label=str(model_dir), corpus=corpus)
 
 
 def evaluation_executor(params: Params, settings: Settings) -> BenchBackend:
@@ -339,7 +355,8 @@ def evaluate_dgemm(models: Mapping[str, Path], data_dir: Path, params: Params, s
     permitted = permitted_sets(problems)
     sizes = problem_sizes(problems)
     distinct_sizes = sorted(set(sizes))
-    samples = {name: sample_model(path, problems, params, progress) for name, path in models.items()}
+    samples = {name: sample_model(path, problems, params, progress, corpus_path(data_dir))
+               for name, path in models.items()}
     with evaluation_executor(params, settings) as ex:
         results = {name: benchmark_groups(ex, groups, sizes, progress, name) for name, groups in samples.items()}
         numpy, peak, nodes = node_figures(ex, [r for res in results.values() for g in res for r in g], sizes)
@@ -355,7 +372,7 @@ def evaluate_dgemm(models: Mapping[str, Path], data_dir: Path, params: Params, s
     report["oracle"]["sizes"] = distinct_sizes
     report["meta"] = {"models": {k: str(v) for k, v in models.items()}, "problems": len(problems),
                       "k": ep.samples_per_problem, "sizes": distinct_sizes, "temperature": ep.temperature,
-                      "fence_given": ep.dgemm_fence_given,
+                      "fence_given": ep.dgemm_fence_given, "plan_vocabulary": ep.dgemm_plan_vocabulary,
                       "numpy_gflops": {str(n): g for n, g in sorted(numpy.items())}, "peak_gflops": peak,
                       "bench_note": bench_note(params),
                       "bench_backend": settings.bench_backend, "nodes": nodes}

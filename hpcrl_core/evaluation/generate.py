@@ -25,9 +25,10 @@ from typing import Any
 
 import torch
 from datasets import Dataset
-from transformers import PretrainedConfig, PreTrainedTokenizerBase
+from transformers import LogitsProcessorList, PretrainedConfig, PreTrainedTokenizerBase
 
 from hpcrl_core.errors import DataError
+from hpcrl_core.evaluation.openings import OpeningVocabulary
 
 logger = logging.getLogger(__name__)
 
@@ -133,15 +134,19 @@ def _decode(tokenizer: PreTrainedTokenizerBase, new_tokens: torch.Tensor, stops:
 
 
 def _generate_batch(model: Any, tokenizer: PreTrainedTokenizerBase, texts: list[str], stops: list[int],
-                    options: dict[str, Any]) -> list[str]:
+                    options: dict[str, Any], openings: OpeningVocabulary | None = None,
+                    opening: str = "") -> list[str]:
     """Generate for one batch of rendered prompts; returns ``len(texts) * num_return_sequences`` answers, grouped
-    by prompt (the first R answers belong to the first prompt)."""
+    by prompt (the first R answers belong to the first prompt). With ``openings`` each answer, after ``opening``
+    (already at the end of each text), is held to open with one of them."""
     saved = tokenizer.padding_side
     tokenizer.padding_side = "left"  # rows must end at the generation point; right padding would put pads there
     try:
         batch = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
     finally:
         tokenizer.padding_side = saved
+    if openings is not None:
+        options = {**options, "logits_processor": LogitsProcessorList([openings.processor(opening)])}
     out = model.generate(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
                          eos_token_id=stops, **options)  # (B * R, T_in + T_new)
     prompt_len = batch["input_ids"].shape[1]
@@ -151,7 +156,8 @@ def _generate_batch(model: Any, tokenizer: PreTrainedTokenizerBase, texts: list[
 def generate(model: Any, tokenizer: PreTrainedTokenizerBase, prompts: list[list[dict[str, str]]], *,
              temperature: float, max_new_tokens: int, num_return_sequences: int = 1, batch_size: int = 8,
              seed: int = 0, progress: GenerateProgress | None = None,
-             max_batch_tokens: int = MAX_BATCH_TOKENS, opening: str = "") -> list[list[str]]:
+             max_batch_tokens: int = MAX_BATCH_TOKENS, opening: str = "",
+             openings: OpeningVocabulary | None = None) -> list[list[str]]:
     """Answers of a causal LM to chat prompts.
 
     Args:
@@ -167,6 +173,8 @@ def generate(model: Any, tokenizer: PreTrainedTokenizerBase, prompts: list[list[
         max_batch_tokens: the most rows x (longest prompt + ``max_new_tokens``) tokens of one call.
         opening: text every answer opens with, given instead of sampled (appended to each rendered prompt; for
             DGEMM the code fence, ``evaluate.dgemm_fence_given``); its tokens count within ``max_new_tokens``.
+        openings: with it, each answer (``opening`` included) is held to open with one of its texts
+            (``evaluation/openings.py``; for DGEMM the corpus's plan lines, ``evaluate.dgemm_plan_vocabulary``).
 
     Returns:
         One list of R answers per prompt, in prompt order, each ``opening`` and the decoded new tokens before the
@@ -208,7 +216,7 @@ def generate(model: Any, tokenizer: PreTrainedTokenizerBase, prompts: list[list[
     with torch.random.fork_rng(devices=[]), torch.no_grad():
         torch.manual_seed(seed)
         for batch in token_batches(lengths, batch_size, max_new_tokens, num_return_sequences, max_batch_tokens):
-            flat = _generate_batch(model, tokenizer, [texts[i] for i in batch], stops, options)
+            flat = _generate_batch(model, tokenizer, [texts[i] for i in batch], stops, options, openings, opening)
             answers += [[opening + a for a in flat[i:i + num_return_sequences]]
                         for i in range(0, len(flat), num_return_sequences)]
             if progress:

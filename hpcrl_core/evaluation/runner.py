@@ -56,6 +56,7 @@ from hpcrl_core.evaluation.metrics import (
     race_f1,
     tiered_score,
 )
+from hpcrl_core.evaluation.oracle import corpus_path
 from hpcrl_core.evaluation.report import samples_path_for, write_report, write_samples
 from hpcrl_core.models.saved import load_saved_policy
 
@@ -87,13 +88,13 @@ def _eval_dgemm(model: Any, tokenizer: PreTrainedTokenizerBase, data_dir: Path, 
     if not problems:
         return None
     sizes = problem_sizes(problems)  # a problem without a size is refused before any sampling
-    samples = sample_kernels(model, tokenizer, problems, params, progress)
+    samples = sample_kernels(model, tokenizer, problems, params, progress, corpus=corpus_path(data_dir))
     with evaluation_executor(params, settings) as ex:
         results = benchmark_groups(ex, samples, sizes, progress)
     rows.extend(dgemm_rows(name, problems, results, samples))
     return {**grouped_metrics(results, permitted_sets(problems)), "problems": len(problems),
             "k": ep.samples_per_problem, "sizes": sorted(set(sizes)), "temperature": ep.temperature,
-            "fence_given": ep.dgemm_fence_given}
+            "fence_given": ep.dgemm_fence_given, "plan_vocabulary": ep.dgemm_plan_vocabulary}
 
 
 def _greedy(model: Any, tokenizer: PreTrainedTokenizerBase, records: Sequence[Record], params: Params,

@@ -13,7 +13,8 @@ No maths here. ``SQDGRPOTrainer`` subclasses GRPOTrainer at three hooks only:
   ``rl_dgemm.plan_novelty`` > 0, in that share of the visits the first completion is generated after a forced
   plan opening of a kind the problem's archive lacks (``hpcrl_core/algorithms/exploration.py``). With
   ``rl_dgemm.fence_given`` every other row is generated after the code fence (its completion opens with those ids):
-  the opening the prompt asks for is given, not sampled.
+  the opening the prompt asks for is given, not sampled. With ``rl_dgemm.plan_vocabulary`` its ``generate`` holds
+  each row's plan line to the corpus's (``hpcrl_core/evaluation/openings.py``).
 - ``_save_checkpoint``: the curriculum state and the quality-diversity archive are written into ``checkpoint-N``
   *before* TRL writes ``trainer_state.json`` there, so a checkpoint that counts as complete
   (``checkpoints.last_checkpoint``) always carries them; a resumed run loads them back.
@@ -32,17 +33,19 @@ Test: ``pytest tests/training/test_rl.py``.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import random
 import statistics
 import sys
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
 from datasets import Dataset
-from transformers import PreTrainedTokenizerBase
+from transformers import LogitsProcessorList, PreTrainedTokenizerBase
 from trl import GRPOConfig, GRPOTrainer
 
 from hpcrl_core.algorithms.archive import ARCHIVE_FILE, QDArchive
@@ -60,10 +63,11 @@ from hpcrl_core.bench.reference import ReferenceTracker
 from hpcrl_core.bench.result import BenchResult
 from hpcrl_core.bench.techniques import Technique
 from hpcrl_core.config import Params, RLDgemmParams, Settings, load_params
-from hpcrl_core.data.dgemm.corpus import CODE_FENCE
+from hpcrl_core.data.dgemm.corpus import CODE_FENCE, plan_openings
 from hpcrl_core.data.schema import read_jsonl
 from hpcrl_core.errors import ConfigError, DataError
 from hpcrl_core.evaluation.generate import fitting_prompt_rows
+from hpcrl_core.evaluation.openings import OpeningVocabulary
 from hpcrl_core.models.saved import load_saved_policy
 from hpcrl_core.rewards import RewardContext, get_reward
 from hpcrl_core.rewards.dgemm import violates
@@ -189,7 +193,7 @@ class SQDGRPOTrainer(GRPOTrainer):
                  elite_replay_behind: float | None = None, plan_novelty: float = 0.0,
                  kind_needs: Mapping[str, frozenset[Technique]] | None = None,
                  kind_texts: Mapping[str, Sequence[str]] | None = None, seed: int = 0, fence_given: bool = False,
-                 **kwargs: Any) -> None:
+                 plan_vocabulary: OpeningVocabulary | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.rollouts = rollouts
         self.elite_replay, self.elite_replay_behind, self.seed = elite_replay, elite_replay_behind, seed
@@ -208,6 +212,7 @@ class SQDGRPOTrainer(GRPOTrainer):
                               f"openings of {', '.join(unfenced)}; set rl_dgemm.fence_given: false or "
                               "rl_dgemm.plan_novelty: 0 for this model")
         self._elites: dict[int, str] = {}  # planned for the generation under way: row -> elite completion text
+        self.plan_vocabulary = plan_vocabulary
         self._forced: dict[int, list[int]] = {}  # the same: row -> token ids its completion is forced to open with
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -244,8 +249,9 @@ class SQDGRPOTrainer(GRPOTrainer):
         forced, self._forced = self._forced, {}
         if forced:
             prompt_ids = [[*ids, *forced[row]] if row in forced else ids for row, ids in enumerate(prompt_ids)]
-        completion_ids, logprobs = super()._generate_single_turn(prompt_ids, images, multimodal_fields,
-                                                                 num_generations, has_tool_images)
+        with self._held_openings([forced.get(row, []) for row in range(len(prompt_ids))]):
+            completion_ids, logprobs = super()._generate_single_turn(prompt_ids, images, multimodal_fields,
+                                                                     num_generations, has_tool_images)
         limit = int(self.max_completion_length or 1 << 30)
         for row, opening in forced.items():
             completion_ids[row] = [*opening, *completion_ids[row]][:limit]
@@ -256,6 +262,23 @@ class SQDGRPOTrainer(GRPOTrainer):
             completion_ids[row] = [*ids[: limit - 1], eos]
         self._elites = {}
         return completion_ids, logprobs
+
+    @contextlib.contextmanager
+    def _held_openings(self, given: list[list[int]]) -> Iterator[None]:
+        """With ``rl_dgemm.plan_vocabulary``, TRL's ``generate`` of this generation gets the constraint as a logits
+        processor (each row's text opens with its given ids' text), through the unwrapped model that TRL's
+        generation context yields (``accelerator.unwrap_model``, the same object on one process); else nothing."""
+        if self.plan_vocabulary is None:
+            yield
+            return
+        vocab = self.plan_vocabulary
+        model = self.accelerator.unwrap_model(self.model_wrapped)
+        processor = vocab.processor(["".join(vocab.pieces[i] for i in ids) for ids in given])
+        model.generate = functools.partial(model.generate, logits_processor=LogitsProcessorList([processor]))
+        try:
+            yield
+        finally:
+            del model.generate  # the class's generate again
 
     def _save_checkpoint(self, model: Any, trial: Any) -> None:
         folder = Path(self._get_output_dir(trial=trial)) / f"checkpoint-{self.state.global_step}"
@@ -309,6 +332,7 @@ def build_rl_trainer(params: Params, data_dir: Path, sft_dir: Path, output_dir: 
         DataError: no DGEMM problems under ``data_dir``.
     """
     rp = params.rl_dgemm
+    corpus = data_dir / "dgemm" / "corpus.jsonl"
     args = grpo_config(rp, output_dir, report_to)
     factories = [get_reward(name) for name in rp.rewards]
     curriculum = load_curriculum(params, data_dir)
@@ -324,29 +348,36 @@ def build_rl_trainer(params: Params, data_dir: Path, sft_dir: Path, output_dir: 
     ctx = RewardContext(params=params, executor=executor, reference=reference, observer=rollouts,
                         group_size=rp.num_generations)
     funcs = [factory(ctx) for factory in factories]
+    plan_line, plan_permitted = params.prepare.dgemm.plan_line, params.prepare.dgemm.plan_permitted
+    vocab = (OpeningVocabulary(tokenizer, plan_openings(corpus, plan_line, plan_permitted,
+                                                        "rl_dgemm.plan_vocabulary"))
+             if rp.plan_vocabulary and not args.use_vllm else None)  # with vLLM novelty_needs refuses it below
     trainer = SQDGRPOTrainer(model=model, reward_funcs=funcs, args=args, train_dataset=dataset,
                              processing_class=tokenizer, rollouts=rollouts, elite_replay=rp.elite_replay,
                              elite_replay_behind=rp.elite_replay_behind, plan_novelty=rp.plan_novelty,
                              kind_needs=(needs := novelty_needs(params, data_dir, args.use_vllm)),
-                             kind_texts=kind_openings(data_dir / "dgemm" / "corpus.jsonl") if needs else {},
-                             seed=rp.seed, fence_given=rp.fence_given)
+                             kind_texts=kind_openings(corpus) if needs else {},
+                             seed=rp.seed, fence_given=rp.fence_given,
+                             plan_vocabulary=vocab)
     use_hpcrl_mlflow(trainer)
     return RLRun(trainer, rollouts, executor, funcs)
 
 
 def novelty_needs(params: Params, data_dir: Path, use_vllm: bool) -> dict[str, frozenset[Technique]]:
-    """What elite replay, plan novelty and the given fence need before the first step: the kinds' required
-    techniques from the corpus when ``rl_dgemm.plan_novelty`` > 0 (else none), and generation by transformers.
+    """What elite replay, plan novelty, the given fence and the plan vocabulary need before the first step: the
+    kinds' required techniques from the corpus when ``rl_dgemm.plan_novelty`` > 0 (else none), and generation by
+    transformers.
 
     Raises:
-        ConfigError: replay, novelty or a given fence with vLLM (its sampling log-probabilities would not match a
-            replaced or forced row), or novelty on SFT data without plan lines or with the permitted line before them.
+        ConfigError: replay, novelty, a given fence or the plan vocabulary with vLLM (its sampling
+            log-probabilities would not match a replaced or forced row; the vocabulary is a transformers logits
+            processor), or novelty on SFT data without plan lines or with the permitted line before them.
         DataError: the corpus is missing or malformed.
     """
     rp = params.rl_dgemm
     plan_line, plan_permitted = params.prepare.dgemm.plan_line, params.prepare.dgemm.plan_permitted
     for name, on, off in (("elite_replay", rp.elite_replay > 0, "0"), ("plan_novelty", rp.plan_novelty > 0, "0"),
-                          ("fence_given", rp.fence_given, "false")):
+                          ("fence_given", rp.fence_given, "false"), ("plan_vocabulary", rp.plan_vocabulary, "false")):
         if on and use_vllm:
             raise ConfigError(f"rl_dgemm.{name} needs generation by transformers: vLLM's sampling log-probabilities "
                               f"would not match a replaced or forced row; set rl_dgemm.{name}: {off} or drop "

@@ -58,7 +58,8 @@ def test_two_models_compared_on_the_held_out_problems(workspace: tuple[Path, Pat
     data_dir, model_dir = workspace
     kernels = {"sft": NAIVE, "rl": IKJ}
 
-    def fake_sample(path: Path, problems: list[Any], params: Any, progress: Any = None) -> list[list[str]]:
+    def fake_sample(path: Path, problems: list[Any], params: Any, progress: Any = None,
+                    corpus: Any = None) -> list[list[str]]:
         return [[kernels[path.name]] * K for _ in problems]
 
     for name in kernels:

@@ -213,17 +213,19 @@ def test_rollouts_record_each_visits_fastest_own_kernel_that_counts() -> None:
     assert (rollouts.archive.last_visit(a), rollouts.archive.last_visit(b)) == (5.0, 0.0)
 
 
-def _one_novelty_step(setup: tuple[Path, Path], tmp_path: Path, bench_dirs: Settings,
-                      fence_given: bool) -> tuple[list[str], Any]:
-    """One GRPO step of two groups of two at stage 0 with plan novelty on every visit (a one-kernel naive corpus):
-    the completions the reward saw, in row order, and the run."""
+def _one_novelty_step(setup: tuple[Path, Path], tmp_path: Path, bench_dirs: Settings, fence_given: bool,
+                      plan_novelty: float = 1.0, names: tuple[str, ...] = ("n",),
+                      **rl: Any) -> tuple[list[str], Any]:
+    """One GRPO step of two groups of two at stage 0 with plan novelty on every visit (a naive corpus, one kernel per
+    parameter name): the completions the reward saw, in row order, and the run."""
     from hpcrl_core.training.rl import build_rl_trainer
 
     data, sft = setup
-    (data / "dgemm" / "corpus.jsonl").write_text(json.dumps(
-        {"name": "0001:naive:n", "kind": "naive", "code": "c", "techniques": []}) + "\n")
-    params = rl_params(max_steps=1, per_device_train_batch_size=4, num_generations=2, plan_novelty=1.0,
-                       fence_given=fence_given, max_completion_length=40)
+    (data / "dgemm" / "corpus.jsonl").write_text("".join(json.dumps(
+        {"name": f"000{i}:naive:{name}", "kind": "naive", "code": "c", "techniques": []}) + "\n"
+        for i, name in enumerate(names)))
+    params = rl_params(max_steps=1, per_device_train_batch_size=4, num_generations=2, plan_novelty=plan_novelty,
+                       fence_given=fence_given, max_completion_length=40, **rl)
     run = build_rl_trainer(params, data, sft, tmp_path / "rl", report_to=[], settings=bench_dirs)
     seen: list[str] = []
     observer = run.reward_funcs[0].ctx.observer
@@ -258,6 +260,19 @@ def test_a_given_fence_opens_every_row_and_a_forced_plan_keeps_its_own_opening(
     assert seen[0].startswith(plan_prefix("naive")) and seen[2].startswith(plan_prefix("naive"))
 
 
+@pytest.mark.integration
+@pytest.mark.parametrize("novelty", [0.0, 1.0])
+def test_a_plan_vocabulary_holds_every_row_to_a_corpus_plan_line(setup: tuple[Path, Path], tmp_path: Path,
+                                                                 bench_dirs: Settings, novelty: float) -> None:
+    names = ("naive-ijk", "naive-kji-t")
+    openings = [f"{CODE_FENCE}// plan: naive: {name}\n" for name in names]
+    seen, _ = _one_novelty_step(setup, tmp_path, bench_dirs, fence_given=True, plan_novelty=novelty, names=names,
+                                plan_vocabulary=True)
+    # the untrained policy writes noise (the fence test above), here every row's plan line is a corpus kernel's,
+    # forced plan openings included
+    assert len(seen) == 4 and all(any(text.startswith(o) for o in openings) for text in seen)
+
+
 def test_plan_novelty_is_refused_where_it_cannot_act(setup: tuple[Path, Path], tmp_path: Path) -> None:
     from hpcrl_core.training.rl import novelty_needs
 
@@ -274,6 +289,8 @@ def test_plan_novelty_is_refused_where_it_cannot_act(setup: tuple[Path, Path], t
     assert novelty_needs(rl_params(), data, use_vllm=False) == {}  # off: the corpus is not even read
     with pytest.raises(ConfigError, match="rl_dgemm.fence_given needs generation by transformers.*fence_given: false"):
         novelty_needs(rl_params(fence_given=True), data, use_vllm=True)
+    with pytest.raises(ConfigError, match="rl_dgemm.plan_vocabulary needs generation by transformers"):
+        novelty_needs(rl_params(fence_given=False, plan_vocabulary=True), data, use_vllm=True)
 
 
 def test_rollouts_leave_replayed_elites_out_of_promotion_archive_and_distinct_counts() -> None:

@@ -31,6 +31,7 @@ import statistics
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from hpcrl_core.bench.executor import LocalExecutor
@@ -45,7 +46,8 @@ from hpcrl_core.data.dgemm.problems import (
 from hpcrl_core.data.dgemm.variants import Variant
 from hpcrl_core.data.schema import Record, assistant
 from hpcrl_core.data.stable import stable_unit, weighted_key
-from hpcrl_core.errors import DataError
+from hpcrl_core.errors import ConfigError, DataError
+from hpcrl_core.files import json_lines
 
 log = logging.getLogger(__name__)
 
@@ -177,6 +179,35 @@ def plan_line(kind: str, name: str) -> str:
     """The comment an SFT completion opens with: the kernel's kind and the parameters the generator drew for it
     (``// plan: packed: packed-ext8-12x16-kc384-mc64-u2-omp``), from its name ``NNNN:kind:parameters``."""
     return f"// plan: {kind}: {name.split(':', 2)[-1]}\n"
+
+
+def plan_openings(corpus: Path, with_plan: bool, plan_permitted: bool, key: str) -> list[str]:
+    """The texts a DGEMM completion may open with under ``key`` (``evaluate.dgemm_plan_vocabulary``,
+    ``rl_dgemm.plan_vocabulary``; ``hpcrl_core/evaluation/openings.py``): per kernel of ``corpus``
+    (``data/dgemm/corpus.jsonl``) the code fence and its plan line, newline included, as ``sft_records`` writes
+    them; sorted, without repeats. ``with_plan`` and ``plan_permitted`` are the data's ``prepare.dgemm.plan_line``
+    and ``plan_permitted``.
+
+    Raises:
+        ConfigError: SFT completions that do not open with the fence and the plan line (no plan line, or the
+            permitted line before it).
+        DataError: the corpus is missing or empty, or a line lacks a string ``kind`` or ``name``.
+    """
+    if not with_plan or plan_permitted:
+        raise ConfigError(f"{key} holds each plan line to the corpus's, and SFT completions open with the code fence "
+                          "and a plan line only with prepare.dgemm.plan_line: true and plan_permitted: false (got "
+                          f"plan_line {with_plan}, plan_permitted {plan_permitted}); set {key}: false or prepare "
+                          "the data with those")
+    if not corpus.is_file():
+        raise DataError(f"{corpus} is missing; run `dvc repro prepare` to create the DGEMM corpus")
+    out = set()
+    for i, row in json_lines(corpus, hint="; rerun `dvc repro prepare`"):
+        if not isinstance(row, dict) or not isinstance(row.get("kind"), str) or not isinstance(row.get("name"), str):
+            raise DataError(f"{corpus}:{i} lacks a string 'kind' or 'name'; rerun `dvc repro prepare`")
+        out.add(CODE_FENCE + plan_line(row["kind"], row["name"]))
+    if not out:
+        raise DataError(f"{corpus} holds no kernels; rerun `dvc repro prepare`")
+    return sorted(out)
 
 
 def permitted_line(problem: Problem) -> str:
