@@ -9,12 +9,18 @@ Causes, first match wins:
   ``prepare.dgemm.uniform_includes`` opens every kernel with the same headers.
 - ``NR != VW x NV``: the kernel defines its tile width as a number other than ``VW * NV``
   (``benchmarks/tile_width.py``; ``prepare.dgemm.derived_nr``).
+- ``plan not in corpus`` (with ``--corpus``): the completion's plan line is no corpus kernel's, or it has none
+  (``data.dgemm.corpus.plan_openings``; ``rl_dgemm.plan_vocabulary`` holds plans to the corpus's).
 - otherwise the sample's status (``wrong_result``, ``compile_error``, ``format_violation`` ...).
+
+With ``--corpus`` the column ``off-corpus plans`` counts every sample, verified or not, whose plan is no corpus
+kernel's: with the plan vocabulary on it must be 0.
 
 Each argument is an evaluation's samples file (``eval_dgemm_samples.jsonl``) or a folder holding one. One row per
 (report, model): samples, failed samples, and the count per cause; a last row sums the reports per model.
 
-Run: ``.venv/bin/python benchmarks/failed_samples.py experiments/dgemm/*-sft*-s*/ [--models rl sft]``
+Run: ``.venv/bin/python benchmarks/failed_samples.py experiments/dgemm/*-sft*-s*/ [--models rl sft]
+[--corpus data/dgemm/corpus.jsonl]``
 """
 
 from __future__ import annotations
@@ -31,11 +37,16 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.register_tiles import samples_file  # noqa: E402
 from benchmarks.tile_width import kernel_source, width_mismatch  # noqa: E402
-from hpcrl_core.errors import DataError  # noqa: E402
+from hpcrl_core.data.dgemm.corpus import CODE_FENCE, plan_openings  # noqa: E402
+from hpcrl_core.errors import ConfigError, DataError  # noqa: E402
 from hpcrl_core.files import json_lines  # noqa: E402
 
 MISSING_HEADER = "missing header"
 NR_MISMATCH = "NR != VW x NV"
+OFF_CORPUS = "plan not in corpus"
+OFF_CORPUS_ALL = "off-corpus plans"
+# the plan line a completion opens with, after an optional code fence (as ``exploration.kind_of`` reads it)
+_PLAN_LINE = re.compile(r"\A\s*(?:```[A-Za-z]*[ \t]*\n)?\s*(// plan: [^\n]*\n)")
 # names the compiler reports as undeclared, and the standard header that declares them
 _HEADER_OF = {**dict.fromkeys(("memset", "memcpy", "memmove", "strlen"), "string.h"),
               **dict.fromkeys(("malloc", "calloc", "free", "posix_memalign", "aligned_alloc", "abort"), "stdlib.h"),
@@ -67,21 +78,41 @@ def missing_header(code: str, detail: str) -> str | None:
     return None
 
 
-def cause(row: dict) -> str | None:
-    """A failed sample's cause (see the module docstring), or None for a verified one."""
+def off_corpus(completion: str, plans: frozenset[str]) -> bool:
+    """Whether a completion's plan line (newline included) is none of ``plans``, or it opens without one."""
+    m = _PLAN_LINE.match(completion)
+    return m is None or m.group(1) not in plans
+
+
+def corpus_plans(corpus: Path) -> frozenset[str]:
+    """The plan lines of the corpus's kernels, without the code fence.
+
+    Raises:
+        DataError: the corpus is missing or malformed.
+    """
+    return frozenset(o[len(CODE_FENCE):] for o in plan_openings(corpus, True, False, "--corpus"))
+
+
+def cause(row: dict, plans: frozenset[str] | None = None) -> str | None:
+    """A failed sample's cause (see the module docstring), or None for a verified one; ``plans`` (the corpus's)
+    turns on the off-corpus cause."""
     status = str(row.get("status"))
     if status == "ok":
         return None
-    code = kernel_source(str(row.get("completion", "")))
+    completion = str(row.get("completion", ""))
+    code = kernel_source(completion)
     if status == "compile_error" and missing_header(code, str(row.get("detail", ""))):
         return MISSING_HEADER
     if width_mismatch(code) is not None:
         return NR_MISMATCH
+    if plans is not None and off_corpus(completion, plans):
+        return OFF_CORPUS
     return status
 
 
-def collect(path: Path, models: Sequence[str]) -> dict[str, Counter[str]]:
-    """Per model: ``samples``, ``failed`` and the count per cause.
+def collect(path: Path, models: Sequence[str], plans: frozenset[str] | None = None) -> dict[str, Counter[str]]:
+    """Per model: ``samples``, ``failed`` and the count per cause; with ``plans`` also ``off-corpus plans`` over
+    every sample.
 
     Raises:
         DataError: a sample without a status or completion.
@@ -94,15 +125,17 @@ def collect(path: Path, models: Sequence[str]) -> dict[str, Counter[str]]:
         if not isinstance(row.get("status"), str) or not isinstance(row.get("completion"), str):
             raise DataError(f"{path}:{line}: a sample without a completion or status")
         out[model]["samples"] += 1
-        why = cause(row)
+        if plans is not None:
+            out[model][OFF_CORPUS_ALL] += off_corpus(row["completion"], plans)
+        why = cause(row, plans)
         if why is not None:
             out[model]["failed"] += 1
             out[model][why] += 1
     return out
 
 
-def rows(tallies: dict[tuple[str, str], Counter[str]]) -> list[str]:
-    fixed = ("samples", "failed", MISSING_HEADER, NR_MISMATCH)
+def rows(tallies: dict[tuple[str, str], Counter[str]], with_plans: bool = False) -> list[str]:
+    fixed = ("samples", "failed", MISSING_HEADER, NR_MISMATCH) + ((OFF_CORPUS, OFF_CORPUS_ALL) if with_plans else ())
     rest = sorted({k for t in tallies.values() for k in t} - set(fixed))
     out = ["| report | model | " + " | ".join(fixed + tuple(rest)) + " |",
            "|---|---|" + "---:|" * (len(fixed) + len(rest))]
@@ -120,16 +153,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("reports", nargs="+", type=Path, help="eval_dgemm_samples.jsonl files or folders holding one")
     ap.add_argument("--models", nargs="+", default=["rl"], help="models of the samples to read (default: rl)")
+    ap.add_argument("--corpus", type=Path, help="data/dgemm/corpus.jsonl: count plans that are no corpus kernel's")
     args = ap.parse_args(argv)
     tallies: dict[tuple[str, str], Counter[str]] = {}
     try:
+        plans = corpus_plans(args.corpus) if args.corpus else None
         for arg in args.reports:
-            for model, tally in collect(samples_file(arg), args.models).items():
+            for model, tally in collect(samples_file(arg), args.models, plans).items():
                 tallies[(str(arg).rstrip("/"), model)] = tally
-    except DataError as err:
+    except (DataError, ConfigError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    print("\n".join(rows(tallies)))
+    print("\n".join(rows(tallies, plans is not None)))
     return 0
 
 

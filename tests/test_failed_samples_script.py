@@ -12,7 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.failed_samples import MISSING_HEADER, NR_MISMATCH, cause, header_of, main, missing_header
+from benchmarks.failed_samples import (
+    MISSING_HEADER,
+    NR_MISMATCH,
+    OFF_CORPUS,
+    OFF_CORPUS_ALL,
+    cause,
+    header_of,
+    main,
+    missing_header,
+)
 
 _NR_BAD = "#define VW 4\n#define NV 2\n#define NR 12\nvoid dgemm(void) {}\n"
 
@@ -67,3 +76,29 @@ def test_bad_input_is_refused_by_name(tmp_path: Path, capsys: pytest.CaptureFixt
     (tmp_path / "run" / "eval_dgemm_samples.jsonl").write_text(json.dumps({"model": "rl", "status": "ok"}) + "\n")
     assert main([str(tmp_path / "run")]) == 2
     assert "without a completion or status" in capsys.readouterr().err
+
+
+def test_plans_no_corpus_kernel_has_are_a_cause_and_a_count_over_every_sample(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"name": f"000{i}:{kind}:{name}", "kind": kind}) + "\n"
+                              for i, (kind, name) in enumerate((("naive", "naive-ijk"), ("packed", "packed-ext4")))))
+    known, mashed = "// plan: packed: packed-ext4\n", "// plan: tile_vec: tile-vec4-ext-64-loops-kb-omp\n"
+    rows = [_row(known + "int x;", "ok"), _row(mashed + "int x;", "ok"),  # an off-corpus plan that verified
+            _row(mashed + "int x;", "compile_error", "error: ‘KB’ undeclared"),
+            _row(known + "int x;", "compile_error", "error: ‘KB’ undeclared"),
+            _row("int x;", "format_violation"),  # no plan line at all
+            _row(mashed + "void f(void) { memset(0, 0, 0); }", "compile_error",
+                 "error: implicit declaration of function ‘memset’")]  # the header is named first
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "eval_dgemm_samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main([str(tmp_path / "run"), "--corpus", str(corpus)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    header = [c.strip() for c in out[0].split("|")][1:-1]
+    assert header[:8] == ["report", "model", "samples", "failed", MISSING_HEADER, NR_MISMATCH, OFF_CORPUS,
+                          OFF_CORPUS_ALL]
+    values = dict(zip(header, [c.strip() for c in out[2].split("|")][1:-1], strict=True))
+    assert [values[k] for k in ("samples", "failed", MISSING_HEADER, OFF_CORPUS, OFF_CORPUS_ALL, "compile_error")] \
+        == ["6", "4", "1", "2", "4", "1"]
+    assert main([str(tmp_path / "run"), "--corpus", str(tmp_path / "none.jsonl")]) == 2
+    assert "none.jsonl is missing" in capsys.readouterr().err
