@@ -5,7 +5,8 @@ one that verifies, on the problems RL trains on, at the temperature RL samples a
 directly, separating the policy's **choice** of a kind from its **capacity** to write one:
 
 - **free**: ``--k`` samples per problem at ``--temperature`` (default ``rl_dgemm.temperature``), as a visit samples
-  them (after the code fence when ``rl_dgemm.fence_given`` is on, as RL generates them); each counted under the
+  them (after the code fence when ``rl_dgemm.fence_given`` is on, their plan lines held to the corpus's when
+  ``rl_dgemm.plan_vocabulary`` is, as RL generates them); each counted under the
   kind its plan line names (``exploration.kind_of``; "none" without one);
 - **forced**: per kind the problem's permitted set allows (``exploration.kind_requirements``), ``--k`` samples
   after the forced opening ``// plan: <kind>``, in the ids one of the kind's SFT completions opens with, drawn per
@@ -42,30 +43,35 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
+from transformers import LogitsProcessorList  # noqa: E402
 
 from hpcrl_core.algorithms.exploration import kind_of, kind_openings, kind_requirements, opening_ids  # noqa: E402
 from hpcrl_core.bench.executor import map_sized  # noqa: E402
 from hpcrl_core.config import Settings, load_params  # noqa: E402
-from hpcrl_core.data.dgemm.corpus import CODE_FENCE  # noqa: E402
+from hpcrl_core.data.dgemm.corpus import CODE_FENCE, plan_openings  # noqa: E402
 from hpcrl_core.data.dgemm.problems import problem_prompt  # noqa: E402
 from hpcrl_core.evaluation.dgemm import evaluation_executor, node_figures  # noqa: E402
+from hpcrl_core.evaluation.openings import OpeningVocabulary  # noqa: E402
 from hpcrl_core.evaluation.targets import BEST_VS_NUMPY  # noqa: E402
 from hpcrl_core.models.saved import load_saved_policy  # noqa: E402
 from hpcrl_core.training.rl import load_curriculum  # noqa: E402
 
 
 def sample(model: Any, tokenizer: Any, prompt: list[dict[str, str]], opening: Sequence[int], *, k: int,
-           temperature: float, seed: int, max_new_tokens: int) -> list[str]:
+           temperature: float, seed: int, max_new_tokens: int, vocab: OpeningVocabulary | None = None) -> list[str]:
     """k completions of ``prompt`` at ``temperature``, each opening with the token ids ``opening`` (may be empty),
-    decoded with the opening in front."""
+    decoded with the opening in front; with ``vocab`` the plan line is held to the corpus's, as RL holds it
+    (``rl_dgemm.plan_vocabulary``)."""
     text = tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
     ids = [*tokenizer(text, add_special_tokens=False)["input_ids"], *opening]
     x = torch.tensor([ids] * k)
+    held = {} if vocab is None else {"logits_processor": LogitsProcessorList(
+        [vocab.processor("".join(vocab.pieces[i] for i in opening))])}
     torch.manual_seed(seed)
     with torch.no_grad():
         out = model.generate(input_ids=x, attention_mask=torch.ones_like(x), do_sample=True,
                              temperature=temperature, max_new_tokens=max_new_tokens,
-                             pad_token_id=tokenizer.pad_token_id or tokenizer.eos_token_id)
+                             pad_token_id=tokenizer.pad_token_id or tokenizer.eos_token_id, **held)
     return [str(tokenizer.decode([*opening, *row[len(ids):].tolist()], skip_special_tokens=True)) for row in out]
 
 
@@ -84,10 +90,13 @@ def cells(rows: Sequence[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]
 
 def sample_policy(model_dir: Path, problems: Sequence[Any], needs: Mapping[str, frozenset[Any]],
                   texts: Mapping[str, Sequence[str]], a: argparse.Namespace, temperature: float,
-                  max_new: int, fence_given: bool) -> list[tuple[dict[str, Any], str]]:
+                  max_new: int, fence_given: bool,
+                  plans: Sequence[str] = ()) -> list[tuple[dict[str, Any], str]]:
     """(metadata, completion) of every free and forced sample of one saved policy on ``problems``; free samples
-    open with the code fence when ``fence_given`` (``rl_dgemm.fence_given``)."""
+    open with the code fence when ``fence_given`` (``rl_dgemm.fence_given``); every plan line is one of ``plans``
+    when it is given (``rl_dgemm.plan_vocabulary``)."""
     model, tokenizer = load_saved_policy(model_dir)
+    vocab = OpeningVocabulary(tokenizer, plans) if plans else None
     openings = {kind: opening_ids(tokenizer, kind, texts.get(kind, [])) for kind in needs}
     free = tuple(tokenizer(CODE_FENCE, add_special_tokens=False)["input_ids"]) if fence_given else ()
     out = []
@@ -100,7 +109,8 @@ def sample_policy(model_dir: Path, problems: Sequence[Any], needs: Mapping[str, 
                 tuple(random.Random(f"{a.seed}:{problem.id}:{kind}:{j}").choice(openings[kind])) for j in range(a.k))
             for opening, count in sorted(draws.items()):
                 for text in sample(model, tokenizer, problem_prompt(problem), opening, k=count,
-                                   temperature=temperature, seed=a.seed + i, max_new_tokens=max_new):
+                                   temperature=temperature, seed=a.seed + i, max_new_tokens=max_new,
+                                   vocab=vocab):
                     out.append(({"model": str(model_dir), "problem_id": problem.id, "n": problem.n, "mode": mode,
                                  "forced": kind, "kind": kind_of(text) or "none"}, text))
         print(f"{model_dir}: sampled problem {i + 1}/{len(problems)}", flush=True)
@@ -136,8 +146,11 @@ def main() -> int:
     texts = kind_openings(data / "dgemm" / "corpus.jsonl")
     pids = curriculum.problem_ids[:a.problems] if a.problems else curriculum.problem_ids
     problems = [dataclasses.replace(curriculum.problem(pid), stage=a.stage) for pid in pids]
+    d = params.prepare.dgemm
+    plans = plan_openings(data / "dgemm" / "corpus.jsonl", d.plan_line, d.plan_permitted,
+                          "rl_dgemm.plan_vocabulary") if rp.plan_vocabulary else []
     samples = [s for m in a.model for s in sample_policy(Path(m), problems, needs, texts, a, temperature, max_new,
-                                                                 rp.fence_given)]
+                                                         rp.fence_given, plans)]
 
     print(f"benchmarking {len(samples)} kernels", flush=True)
     with evaluation_executor(params, Settings()) as ex:
