@@ -15,15 +15,17 @@ kernels); and per run when its training first sampled a fast kernel and whether 
 Variants: ``sqd`` = params.yaml as is; ``nosqd`` = ``rl_dgemm.sqd.enabled: false`` (problems keep their
 generated stage); ``share`` = ``reward.duplicate_penalty`` set to ``--share-penalty`` (docs/sqd.md, "Duplicate
 sharing"); ``noshare`` = ``reward.duplicate_penalty: 0`` (params.yaml shares duplicates by default); ``vocab`` =
-``rl_dgemm.plan_vocabulary`` and ``evaluate.dgemm_plan_vocabulary`` on (plan lines held to the corpus's, in RL and
-in the evaluation of both policies).
+``rl_dgemm.plan_vocabulary`` and ``evaluate.dgemm_plan_vocabulary`` ``corpus`` (plan lines held to the corpus's,
+in RL and in the evaluation of both policies); ``fields`` = both ``fields`` (the corpus's plan fields recombined
+within a kind).
 
 Prints the table and writes it to docs/experiments.md (between markers), with every run's figures in
 ``experiments/dgemm/results.json`` (``--no-write``: prints only).
 
 Run: ``.venv/bin/python benchmarks/experiments_dgemm.py [--seeds 1 2 3] [--sft-seeds 1234 7]
-[--variants sqd nosqd share noshare vocab] [--share-penalty 10] [--steps N]`` (needs ``dvc repro sft``; each run takes
-rl_dgemm.max_steps RL steps plus one evaluation, each further SFT seed one SFT training, ``sft.max_steps`` steps).
+[--variants sqd nosqd share noshare vocab fields] [--share-penalty 10] [--steps N]`` (needs ``dvc repro sft``;
+each run takes rl_dgemm.max_steps RL steps plus one evaluation, each further SFT seed one SFT training,
+``sft.max_steps`` steps).
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ DOC = ROOT / "docs" / "experiments.md"
 KEYS = ("verified_rate", "gflops_median", "gflops_best", "best_vs_numpy")
 
 
-VARIANTS = ("sqd", "nosqd", "share", "noshare", "vocab")
+VARIANTS = ("sqd", "nosqd", "share", "noshare", "vocab", "fields")
 
 
 def variant_params(params: Params, variant: str, seed: int, steps: int | None,
@@ -70,9 +72,9 @@ def variant_params(params: Params, variant: str, seed: int, steps: int | None,
         reward = reward.model_copy(update={"duplicate_penalty": share_penalty})
     elif variant == "noshare":
         reward = reward.model_copy(update={"duplicate_penalty": 0.0})
-    elif variant == "vocab":
-        update["plan_vocabulary"] = True
-        ep = ep.model_copy(update={"dgemm_plan_vocabulary": True})
+    elif variant in ("vocab", "fields"):
+        update["plan_vocabulary"] = "corpus" if variant == "vocab" else "fields"
+        ep = ep.model_copy(update={"dgemm_plan_vocabulary": update["plan_vocabulary"]})
     elif variant != "sqd":
         raise SystemExit(f"unknown variant {variant!r}; allowed: {', '.join(VARIANTS)}")
     return params.model_copy(update={"rl_dgemm": rp.model_copy(update=update), "reward": reward, "evaluate": ep})

@@ -103,12 +103,14 @@ def test_variants_change_only_what_they_name() -> None:
     noshare = variant_params(params, "noshare", 3, None)
     assert noshare.reward.duplicate_penalty == 0.0 and params.reward.duplicate_penalty > 0
     assert noshare.reward.model_copy(update={"duplicate_penalty": params.reward.duplicate_penalty}) == params.reward
-    vocab = variant_params(params, "vocab", 3, None)
-    assert vocab.rl_dgemm.plan_vocabulary and vocab.evaluate.dgemm_plan_vocabulary
-    assert not params.rl_dgemm.plan_vocabulary and not params.evaluate.dgemm_plan_vocabulary
-    assert vocab.evaluate.model_copy(update={"dgemm_plan_vocabulary": False}) == params.evaluate
-    assert sqd.evaluate == params.evaluate and vocab.reward == params.reward
-    with pytest.raises(SystemExit, match="unknown variant 'x'; allowed: sqd, nosqd, share, noshare, vocab"):
+    assert params.rl_dgemm.plan_vocabulary == params.evaluate.dgemm_plan_vocabulary == "none"
+    for variant, vocabulary in (("vocab", "corpus"), ("fields", "fields")):
+        held = variant_params(params, variant, 3, None)
+        assert held.rl_dgemm.plan_vocabulary == held.evaluate.dgemm_plan_vocabulary == vocabulary
+        assert held.evaluate.model_copy(update={"dgemm_plan_vocabulary": "none"}) == params.evaluate
+        assert held.reward == params.reward
+    assert sqd.evaluate == params.evaluate
+    with pytest.raises(SystemExit, match="unknown variant 'x'; allowed: sqd, nosqd, share, noshare, vocab, fields"):
         variant_params(params, "x", 3, None)
 
 

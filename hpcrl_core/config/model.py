@@ -164,8 +164,9 @@ class EvalParams(Section):
     # (counted within dgemm_max_new_tokens): a kernel is then measured even when the policy would open with other
     # families' text; rl_dgemm.fence_given does the same in RL (docs/sqd.md)
     dgemm_fence_given: bool = True
-    # each DGEMM answer's plan line is held to one of the corpus's (evaluation/openings.py); the code after it is free
-    dgemm_plan_vocabulary: bool = False
+    # each DGEMM answer's plan line is held to the corpus's ("corpus") or to their fields recombined within a kind
+    # ("fields"; data/dgemm/corpus.plan_openings, evaluation/openings.py); the code after it is free
+    dgemm_plan_vocabulary: Literal["none", "corpus", "fields"] = "none"
     qa_max_new_tokens: int = Field(128, ge=1, le=65_536)  # race, MLPerf and PLP answers (always greedy)
     batch_size: int = Field(8, ge=1, le=4096)  # prompts per generate() call
     max_items_per_family: int = Field(300, ge=1, le=1_000_000)  # first this many of data/<family>/eval.jsonl

@@ -85,9 +85,10 @@ class RLDgemmParams(Section):
     # every completion opens with the code fence the prompt asks for ("```c" and a newline), given instead of sampled
     # and counted within max_completion_length: no group is lost to openings with other families' text (docs/sqd.md)
     fence_given: bool = True
-    # each completion's plan line is held to one of the corpus's: no plan that joins two kernels' descriptions; the
-    # code after it is free (hpcrl_core/evaluation/openings.py, docs/sqd.md); false with trl.use_vllm
-    plan_vocabulary: bool = False
+    # each completion's plan line is held to one of the corpus's ("corpus") or to their fields recombined within a
+    # kind ("fields"): no plan that joins two kinds' descriptions; the code after it is free (docs/sqd.md); "none"
+    # with trl.use_vllm
+    plan_vocabulary: Literal["none", "corpus", "fields"] = "none"
     rewards: tuple[str, ...] = ("dgemm_gflops",)  # names in hpcrl_core.rewards.REWARDS; summed with equal weight
     save_steps: int = Field(10, ge=1, le=10_000_000)
     save_total_limit: int = Field(2, ge=1, le=1000)

@@ -121,13 +121,14 @@ def sample_kernels(model: Any, tokenizer: Any, problems: Sequence[Record], param
     """
     ep = params.evaluate
     openings = None
-    if ep.dgemm_plan_vocabulary:
+    if ep.dgemm_plan_vocabulary != "none":
         if corpus is None:
             raise ConfigError("evaluate.dgemm_plan_vocabulary needs the corpus (data/dgemm/corpus.jsonl) to read the "
                               "plan lines from")
         plan_line, plan_permitted = params.prepare.dgemm.plan_line, params.prepare.dgemm.plan_permitted
         openings = OpeningVocabulary(tokenizer, plan_openings(corpus, plan_line, plan_permitted,
-                                                              "evaluate.dgemm_plan_vocabulary"))
+                                                              "evaluate.dgemm_plan_vocabulary",
+                                                              ep.dgemm_plan_vocabulary))
     tick = (lambda done, total: progress(f"{label}: sampled problems {done}/{total}")) if progress else None
     return generate(model, tokenizer, [r.prompt for r in problems], temperature=ep.temperature,
                     max_new_tokens=ep.dgemm_max_new_tokens, num_return_sequences=ep.samples_per_problem,

@@ -350,8 +350,8 @@ def build_rl_trainer(params: Params, data_dir: Path, sft_dir: Path, output_dir: 
     funcs = [factory(ctx) for factory in factories]
     plan_line, plan_permitted = params.prepare.dgemm.plan_line, params.prepare.dgemm.plan_permitted
     vocab = (OpeningVocabulary(tokenizer, plan_openings(corpus, plan_line, plan_permitted,
-                                                        "rl_dgemm.plan_vocabulary"))
-             if rp.plan_vocabulary and not args.use_vllm else None)  # with vLLM novelty_needs refuses it below
+                                                        "rl_dgemm.plan_vocabulary", rp.plan_vocabulary))
+             if rp.plan_vocabulary != "none" and not args.use_vllm else None)  # vLLM: novelty_needs refuses it
     trainer = SQDGRPOTrainer(model=model, reward_funcs=funcs, args=args, train_dataset=dataset,
                              processing_class=tokenizer, rollouts=rollouts, elite_replay=rp.elite_replay,
                              elite_replay_behind=rp.elite_replay_behind, plan_novelty=rp.plan_novelty,
@@ -377,7 +377,8 @@ def novelty_needs(params: Params, data_dir: Path, use_vllm: bool) -> dict[str, f
     rp = params.rl_dgemm
     plan_line, plan_permitted = params.prepare.dgemm.plan_line, params.prepare.dgemm.plan_permitted
     for name, on, off in (("elite_replay", rp.elite_replay > 0, "0"), ("plan_novelty", rp.plan_novelty > 0, "0"),
-                          ("fence_given", rp.fence_given, "false"), ("plan_vocabulary", rp.plan_vocabulary, "false")):
+                          ("fence_given", rp.fence_given, "false"),
+                          ("plan_vocabulary", rp.plan_vocabulary != "none", "none")):
         if on and use_vllm:
             raise ConfigError(f"rl_dgemm.{name} needs generation by transformers: vLLM's sampling log-probabilities "
                               f"would not match a replaced or forced row; set rl_dgemm.{name}: {off} or drop "

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from hpcrl_core.config import parse_params
-from hpcrl_core.data.dgemm.corpus import CODE_FENCE, plan_openings
+from hpcrl_core.data.dgemm.corpus import CODE_FENCE, plan_openings, recombined_plans
 from hpcrl_core.data.schema import messages
 from hpcrl_core.errors import ConfigError, DataError
 from hpcrl_core.evaluation.dgemm import sample_kernels
@@ -122,7 +122,7 @@ def test_plan_openings_are_the_corpus_plan_lines_once_each(tmp_path: Path) -> No
                                                        CODE_FENCE + "// plan: packed: packed-ext4-6x2\n"]
     # SFT data whose completions do not open with the plan line: refused, naming the setting to turn off
     for with_plan, permitted in ((False, False), (True, True)):
-        with pytest.raises(ConfigError, match="evaluate.dgemm_plan_vocabulary: false"):
+        with pytest.raises(ConfigError, match="evaluate.dgemm_plan_vocabulary: none"):
             plan_openings(corpus, with_plan, permitted, key)
     with pytest.raises(DataError, match="is missing"):
         plan_openings(tmp_path / "none.jsonl", True, False, key)
@@ -134,11 +134,36 @@ def test_plan_openings_are_the_corpus_plan_lines_once_each(tmp_path: Path) -> No
         plan_openings(corpus, True, False, key)
 
 
+def test_fields_recombine_within_a_kind_and_never_across_kinds(tmp_path: Path) -> None:
+    plans = {("packed", "packed-ext8-8x24-kc256"), ("packed", "packed-ext8-12x16-kc128-mc128-u2"),
+             ("packed", "packed-ext4-6x2-kc256-mc128-u2"), ("blocked", "blk64-ijk-omp"), ("blocked", "blk96-ijk")}
+    out = recombined_plans(plans)
+    assert plans <= out
+    # the tile of one kernel with the blocking of another at the same positions: a plan no kernel has
+    assert ("packed", "packed-ext8-8x24-kc256-mc128-u2") in out
+    assert ("blocked", "blk64-ijk") in out and ("blocked", "blk96-ijk-omp") in out
+    assert ("packed", "packed-ext4-6x2-kc256") in out  # kc256 ends a plan at that position too
+    # a field only after the step that leads to it: ext4 never had 8x24, and no plan joins two kinds' fields
+    assert ("packed", "packed-ext4-8x24-kc256") not in out
+    assert not any(kind == "packed" and "blk" in p or kind == "blocked" and "ext" in p for kind, p in out)
+    # positions count: kc256 at the fourth field never ended a packed plan after mc; mc128 never came third
+    assert ("packed", "packed-ext8-mc128-u2") not in out
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"name": f"{i}:{kind}:{p}", "kind": kind}) + "\n"
+                              for i, (kind, p) in enumerate(sorted(plans))))
+    key = "rl_dgemm.plan_vocabulary"
+    fields = plan_openings(corpus, True, False, key, "fields")
+    assert len(fields) == len(out) and CODE_FENCE + "// plan: blocked: blk64-ijk\n" in fields
+    assert len(plan_openings(corpus, True, False, key, "corpus")) == len(plans)
+    with pytest.raises(ConfigError, match="'nearest' is no plan vocabulary; one of none, corpus, fields"):
+        plan_openings(corpus, True, False, key, "nearest")
+
+
 def test_the_evaluation_samples_within_the_corpus_plan_lines_when_asked(tmp_path: Path) -> None:
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("".join(json.dumps({"name": f"000{i}:naive:{name}", "kind": "naive"}) + "\n"
                               for i, name in enumerate(("naive-ijk", "naive-kji-t"))))
-    params = parse_params({"evaluate": {"dgemm_plan_vocabulary": True, "samples_per_problem": 3,
+    params = parse_params({"evaluate": {"dgemm_plan_vocabulary": "corpus", "samples_per_problem": 3,
                                         "dgemm_max_new_tokens": 40, "temperature": 1.0}})
     model = build_tiny_model(TINY, sample_tokenizer(), seed=3)
     samples = sample_kernels(model, sample_tokenizer(), dgemm_records(2), params, corpus=corpus)

@@ -267,7 +267,7 @@ def test_a_plan_vocabulary_holds_every_row_to_a_corpus_plan_line(setup: tuple[Pa
     names = ("naive-ijk", "naive-kji-t")
     openings = [f"{CODE_FENCE}// plan: naive: {name}\n" for name in names]
     seen, _ = _one_novelty_step(setup, tmp_path, bench_dirs, fence_given=True, plan_novelty=novelty, names=names,
-                                plan_vocabulary=True)
+                                plan_vocabulary="corpus")
     # the untrained policy writes noise (the fence test above), here every row's plan line is a corpus kernel's,
     # forced plan openings included
     assert len(seen) == 4 and all(any(text.startswith(o) for o in openings) for text in seen)
@@ -290,7 +290,7 @@ def test_plan_novelty_is_refused_where_it_cannot_act(setup: tuple[Path, Path], t
     with pytest.raises(ConfigError, match="rl_dgemm.fence_given needs generation by transformers.*fence_given: false"):
         novelty_needs(rl_params(fence_given=True), data, use_vllm=True)
     with pytest.raises(ConfigError, match="rl_dgemm.plan_vocabulary needs generation by transformers"):
-        novelty_needs(rl_params(fence_given=False, plan_vocabulary=True), data, use_vllm=True)
+        novelty_needs(rl_params(fence_given=False, plan_vocabulary="fields"), data, use_vllm=True)
 
 
 def test_rollouts_leave_replayed_elites_out_of_promotion_archive_and_distinct_counts() -> None:

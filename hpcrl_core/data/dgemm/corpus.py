@@ -29,7 +29,7 @@ import logging
 import math
 import statistics
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -181,33 +181,69 @@ def plan_line(kind: str, name: str) -> str:
     return f"// plan: {kind}: {name.split(':', 2)[-1]}\n"
 
 
-def plan_openings(corpus: Path, with_plan: bool, plan_permitted: bool, key: str) -> list[str]:
+PLAN_VOCABULARIES = ("none", "corpus", "fields")  # evaluate.dgemm_plan_vocabulary, rl_dgemm.plan_vocabulary
+
+
+def recombined_plans(plans: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
+    """Per kind, every parameter string whose hyphen-separated fields follow, position by position, steps some plan
+    of that kind takes: the first field one of a plan's first, each next field one that follows the field before it
+    at that position in some plan, the end where some plan ends there. ``(kind, parameters)`` pairs in, the same out;
+    the input is part of the output. ``packed-ext8-8x24-kc256-mc128-u2`` is in it when the corpus has
+    ``ext8-8x24-kc256`` in one kernel and ``kc256-mc128-u2`` (at the same positions) in others; a parameter string
+    that joins two kinds' fields (``tile-vec4-ext-64-loops``: 64 is a blocked kernel's field) never is."""
+    fields: dict[str, set[tuple[str, ...]]] = {}
+    for kind, parameters in plans:
+        fields.setdefault(kind, set()).add(tuple(parameters.split("-")))
+    out = set()
+    for kind, seqs in fields.items():
+        steps: dict[tuple[int, str], set[str | None]] = {}
+        for seq in seqs:
+            for i, field in enumerate(seq):
+                steps.setdefault((i, field), set()).add(seq[i + 1] if i + 1 < len(seq) else None)
+        todo = sorted({seq[:1] for seq in seqs})
+        while todo:
+            path = todo.pop()
+            for nxt in steps[(len(path) - 1, path[-1])]:
+                if nxt is None:
+                    out.add((kind, "-".join(path)))
+                else:
+                    todo.append((*path, nxt))
+    return out
+
+
+def plan_openings(corpus: Path, with_plan: bool, plan_permitted: bool, key: str,
+                  vocabulary: str = "corpus") -> list[str]:
     """The texts a DGEMM completion may open with under ``key`` (``evaluate.dgemm_plan_vocabulary``,
-    ``rl_dgemm.plan_vocabulary``; ``hpcrl_core/evaluation/openings.py``): per kernel of ``corpus``
-    (``data/dgemm/corpus.jsonl``) the code fence and its plan line, newline included, as ``sft_records`` writes
-    them; sorted, without repeats. ``with_plan`` and ``plan_permitted`` are the data's ``prepare.dgemm.plan_line``
+    ``rl_dgemm.plan_vocabulary``; ``hpcrl_core/evaluation/openings.py``): the code fence and a plan line, newline
+    included, as ``sft_records`` writes them; sorted, without repeats. ``vocabulary`` ``corpus``: the plan lines of
+    the kernels of ``corpus`` (``data/dgemm/corpus.jsonl``); ``fields``: those recombined field by field within
+    each kind (``recombined_plans``). ``with_plan`` and ``plan_permitted`` are the data's ``prepare.dgemm.plan_line``
     and ``plan_permitted``.
 
     Raises:
         ConfigError: SFT completions that do not open with the fence and the plan line (no plan line, or the
-            permitted line before it).
+            permitted line before it), or an unknown ``vocabulary``.
         DataError: the corpus is missing or empty, or a line lacks a string ``kind`` or ``name``.
     """
+    if vocabulary not in PLAN_VOCABULARIES[1:]:
+        raise ConfigError(f"{key}: {vocabulary!r} is no plan vocabulary; one of {', '.join(PLAN_VOCABULARIES)}")
     if not with_plan or plan_permitted:
         raise ConfigError(f"{key} holds each plan line to the corpus's, and SFT completions open with the code fence "
                           "and a plan line only with prepare.dgemm.plan_line: true and plan_permitted: false (got "
-                          f"plan_line {with_plan}, plan_permitted {plan_permitted}); set {key}: false or prepare "
+                          f"plan_line {with_plan}, plan_permitted {plan_permitted}); set {key}: none or prepare "
                           "the data with those")
     if not corpus.is_file():
         raise DataError(f"{corpus} is missing; run `dvc repro prepare` to create the DGEMM corpus")
-    out = set()
+    plans = set()
     for i, row in json_lines(corpus, hint="; rerun `dvc repro prepare`"):
         if not isinstance(row, dict) or not isinstance(row.get("kind"), str) or not isinstance(row.get("name"), str):
             raise DataError(f"{corpus}:{i} lacks a string 'kind' or 'name'; rerun `dvc repro prepare`")
-        out.add(CODE_FENCE + plan_line(row["kind"], row["name"]))
-    if not out:
+        plans.add((row["kind"], row["name"].split(":", 2)[-1]))
+    if not plans:
         raise DataError(f"{corpus} holds no kernels; rerun `dvc repro prepare`")
-    return sorted(out)
+    if vocabulary == "fields":
+        plans = recombined_plans(plans)
+    return sorted(CODE_FENCE + plan_line(kind, f"0:{kind}:{parameters}") for kind, parameters in plans)
 
 
 def permitted_line(problem: Problem) -> str:
