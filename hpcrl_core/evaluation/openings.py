@@ -145,7 +145,8 @@ class OpeningConstraint(LogitsProcessor):
             if ids is None:
                 self.free[row] = True
                 continue
-            keep = torch.tensor(ids, dtype=torch.long, device=scores.device)
+            width = scores.shape[-1]  # a tokenizer may hold more ids than the model scores
+            keep = torch.tensor([i for i in ids if i < width], dtype=torch.long, device=scores.device)
             kept = scores[row, keep]
             if not torch.isfinite(kept).any():  # top-k/top-p left none of them: leave the row as sampled
                 continue
