@@ -45,9 +45,8 @@ from typing import Any
 
 from hpcrl_core.algorithms.archive import QDArchive
 from hpcrl_core.bench.techniques import Technique, parse_techniques
-from hpcrl_core.data.dgemm.corpus import CODE_FENCE, plan_line, plan_prefix
+from hpcrl_core.data.dgemm.corpus import CODE_FENCE, corpus_rows, plan_line, plan_prefix
 from hpcrl_core.errors import ConfigError, DataError
-from hpcrl_core.files import json_lines
 
 __all__ = ["drawn_groups", "kind_of", "kind_openings", "kind_requirements", "novel_kinds", "opening_ids",
            "plan_elites", "plan_novel_kinds", "plan_prefix"]
@@ -63,25 +62,6 @@ def kind_of(completion: str) -> str | None:
     return m.group(1) if m else None
 
 
-def _corpus_rows(corpus: Path, fields: Mapping[str, type]) -> list[tuple[int, dict[str, Any]]]:
-    """The rows of ``data/dgemm/corpus.jsonl`` with their line numbers, each with ``fields`` (name -> type).
-
-    Raises:
-        DataError: the corpus is missing or empty, or a line is not an object with those fields.
-    """
-    if not corpus.is_file():
-        raise DataError(f"{corpus} is missing; run `dvc repro prepare` to create the DGEMM corpus")
-    rows = []
-    for i, row in json_lines(corpus, hint="; rerun `dvc repro prepare`"):
-        if not isinstance(row, dict) or any(not isinstance(row.get(k), t) for k, t in fields.items()):
-            wanted = " or ".join(f"a {t.__name__} {k!r}" for k, t in fields.items())
-            raise DataError(f"{corpus}:{i} lacks {wanted}; rerun `dvc repro prepare`")
-        rows.append((i, row))
-    if not rows:
-        raise DataError(f"{corpus} holds no kernels; rerun `dvc repro prepare`")
-    return rows
-
-
 def kind_requirements(corpus: Path) -> dict[str, frozenset[Technique]]:
     """Per kernel kind of the corpus, the techniques every kernel of that kind uses (as detected when the corpus
     was prepared): the least a problem must permit for a kernel of the kind to respect it.
@@ -91,7 +71,7 @@ def kind_requirements(corpus: Path) -> dict[str, frozenset[Technique]]:
             unknown technique.
     """
     needs: dict[str, frozenset[Technique]] = {}
-    for i, row in _corpus_rows(corpus, {"kind": str, "techniques": list}):
+    for i, row in corpus_rows(corpus, {"kind": str, "techniques": list}):
         try:
             techs = parse_techniques(str(t) for t in row["techniques"])
         except ValueError as e:
@@ -111,7 +91,7 @@ def kind_openings(corpus: Path) -> dict[str, list[str]]:
         DataError: the corpus is missing, or a line lacks a string ``kind``, ``name`` or ``code``.
     """
     out: dict[str, list[str]] = {}
-    for _, row in _corpus_rows(corpus, {"kind": str, "name": str, "code": str}):
+    for _, row in corpus_rows(corpus, {"kind": str, "name": str, "code": str}):
         first = row["code"].partition("\n")[0]
         out.setdefault(row["kind"], []).append(CODE_FENCE + plan_line(row["kind"], row["name"]) + first + "\n")
     return out

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from hpcrl_core.config.base import REMOVED_BENCH_N, Section, refuse_removed
-from hpcrl_core.config.model import LrScheduler
+from hpcrl_core.config.model import LrScheduler, PlanVocabulary
 
 ScaleRewards = Literal["group", "batch", "none"]  # TRL GRPOConfig.scale_rewards
 
@@ -88,7 +88,7 @@ class RLDgemmParams(Section):
     # each completion's plan line is held to one of the corpus's ("corpus") or to their fields recombined within a
     # kind ("fields"): no plan that joins two kinds' descriptions; the code after it is free (docs/sqd.md); "none"
     # with trl.use_vllm
-    plan_vocabulary: Literal["none", "corpus", "fields"] = "none"
+    plan_vocabulary: PlanVocabulary = "none"
     rewards: tuple[str, ...] = ("dgemm_gflops",)  # names in hpcrl_core.rewards.REWARDS; summed with equal weight
     save_steps: int = Field(10, ge=1, le=10_000_000)
     save_total_limit: int = Field(2, ge=1, le=1000)

@@ -127,7 +127,7 @@ def test_plan_openings_are_the_corpus_plan_lines_once_each(tmp_path: Path) -> No
     with pytest.raises(DataError, match="is missing"):
         plan_openings(tmp_path / "none.jsonl", True, False, key)
     corpus.write_text(json.dumps({"name": "0001:naive:x"}) + "\n")
-    with pytest.raises(DataError, match=r"corpus.jsonl:1 lacks a string 'kind' or 'name'"):
+    with pytest.raises(DataError, match=r"corpus.jsonl:1 lacks a str 'kind' or a str 'name'"):
         plan_openings(corpus, True, False, key)
     corpus.write_text("")
     with pytest.raises(DataError, match="holds no kernels"):

@@ -32,10 +32,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from hpcrl_core.bench.executor import LocalExecutor
 from hpcrl_core.bench.techniques import ALL_TECHNIQUES, Technique, parse_techniques
+from hpcrl_core.config.model import PlanVocabulary
 from hpcrl_core.data.dgemm.problems import (
     HELD_OUT_PERMITTED,
     Problem,
@@ -178,10 +179,39 @@ def plan_prefix(kind: str) -> str:
 def plan_line(kind: str, name: str) -> str:
     """The comment an SFT completion opens with: the kernel's kind and the parameters the generator drew for it
     (``// plan: packed: packed-ext8-12x16-kc384-mc64-u2-omp``), from its name ``NNNN:kind:parameters``."""
-    return f"// plan: {kind}: {name.split(':', 2)[-1]}\n"
+    return plan_text(kind, plan_parameters(name))
 
 
-PLAN_VOCABULARIES = ("none", "corpus", "fields")  # evaluate.dgemm_plan_vocabulary, rl_dgemm.plan_vocabulary
+def plan_parameters(name: str) -> str:
+    """The parameters part of a corpus kernel's name ``NNNN:kind:parameters``."""
+    return name.split(":", 2)[-1]
+
+
+def plan_text(kind: str, parameters: str) -> str:
+    """The plan line of a kind and its parameters, newline included (``plan_line`` of a kernel's name)."""
+    return f"// plan: {kind}: {parameters}\n"
+
+
+def corpus_rows(corpus: Path, fields: Mapping[str, type]) -> list[tuple[int, dict[str, Any]]]:
+    """The rows of ``data/dgemm/corpus.jsonl`` with their line numbers, each with ``fields`` (name -> type).
+
+    Raises:
+        DataError: the corpus is missing or empty, or a line is not an object with those fields.
+    """
+    if not corpus.is_file():
+        raise DataError(f"{corpus} is missing; run `dvc repro prepare` to create the DGEMM corpus")
+    rows = []
+    for i, row in json_lines(corpus, hint="; rerun `dvc repro prepare`"):
+        if not isinstance(row, dict) or any(not isinstance(row.get(k), t) for k, t in fields.items()):
+            wanted = " or ".join(f"a {t.__name__} {k!r}" for k, t in fields.items())
+            raise DataError(f"{corpus}:{i} lacks {wanted}; rerun `dvc repro prepare`")
+        rows.append((i, row))
+    if not rows:
+        raise DataError(f"{corpus} holds no kernels; rerun `dvc repro prepare`")
+    return rows
+
+
+PLAN_VOCABULARIES: tuple[str, ...] = get_args(PlanVocabulary)
 
 
 def recombined_plans(plans: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
@@ -232,18 +262,10 @@ def plan_openings(corpus: Path, with_plan: bool, plan_permitted: bool, key: str,
                           "and a plan line only with prepare.dgemm.plan_line: true and plan_permitted: false (got "
                           f"plan_line {with_plan}, plan_permitted {plan_permitted}); set {key}: none or prepare "
                           "the data with those")
-    if not corpus.is_file():
-        raise DataError(f"{corpus} is missing; run `dvc repro prepare` to create the DGEMM corpus")
-    plans = set()
-    for i, row in json_lines(corpus, hint="; rerun `dvc repro prepare`"):
-        if not isinstance(row, dict) or not isinstance(row.get("kind"), str) or not isinstance(row.get("name"), str):
-            raise DataError(f"{corpus}:{i} lacks a string 'kind' or 'name'; rerun `dvc repro prepare`")
-        plans.add((row["kind"], row["name"].split(":", 2)[-1]))
-    if not plans:
-        raise DataError(f"{corpus} holds no kernels; rerun `dvc repro prepare`")
+    plans = {(row["kind"], plan_parameters(row["name"])) for _, row in corpus_rows(corpus, {"kind": str, "name": str})}
     if vocabulary == "fields":
         plans = recombined_plans(plans)
-    return sorted(CODE_FENCE + plan_line(kind, f"0:{kind}:{parameters}") for kind, parameters in plans)
+    return sorted(CODE_FENCE + plan_text(kind, parameters) for kind, parameters in plans)
 
 
 def permitted_line(problem: Problem) -> str:
