@@ -348,15 +348,15 @@ def build_rl_trainer(params: Params, data_dir: Path, sft_dir: Path, output_dir: 
     ctx = RewardContext(params=params, executor=executor, reference=reference, observer=rollouts,
                         group_size=rp.num_generations)
     funcs = [factory(ctx) for factory in factories]
+    needs = novelty_needs(params, data_dir, args.use_vllm)  # refuses every forcing lever with vLLM first
     plan_line, plan_permitted = params.prepare.dgemm.plan_line, params.prepare.dgemm.plan_permitted
     vocab = (OpeningVocabulary(tokenizer, plan_openings(corpus, plan_line, plan_permitted,
                                                         "rl_dgemm.plan_vocabulary", rp.plan_vocabulary))
-             if rp.plan_vocabulary != "none" and not args.use_vllm else None)  # vLLM: novelty_needs refuses it
+             if rp.plan_vocabulary != "none" else None)
     trainer = SQDGRPOTrainer(model=model, reward_funcs=funcs, args=args, train_dataset=dataset,
                              processing_class=tokenizer, rollouts=rollouts, elite_replay=rp.elite_replay,
                              elite_replay_behind=rp.elite_replay_behind, plan_novelty=rp.plan_novelty,
-                             kind_needs=(needs := novelty_needs(params, data_dir, args.use_vllm)),
-                             kind_texts=kind_openings(corpus) if needs else {},
+                             kind_needs=needs, kind_texts=kind_openings(corpus) if needs else {},
                              seed=rp.seed, fence_given=rp.fence_given,
                              plan_vocabulary=vocab)
     use_hpcrl_mlflow(trainer)
