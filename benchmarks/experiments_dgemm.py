@@ -197,6 +197,9 @@ def headroom_line(results: dict[str, list[dict[str, Any]]]) -> list[str]:
         if measurable:  # reports written before the figure existed lack it
             verdict += (f"; over the problems with a gap of at least {MEASURABLE_GAP:.0%} of the oracle: "
                         f"{statistics.fmean(measurable):.3f} ({len(measurable)} runs)")
+        weighted = _present([r["rl"] for r in reports], "headroom_closed_weighted")
+        if weighted:
+            verdict += f"; gap-weighted: {statistics.fmean(weighted):.3f} ({len(weighted)} runs)"
         lines.append(f"- {variant}: mean headroom closed over {len(values)} runs: {verdict}")
     return lines
 

@@ -24,7 +24,7 @@ from hpcrl_core.evaluation.report import oracle_line
 
 BLOCK_KEYS = ("verified_rate", "respect_rate", "gflops_median", "gflops_best", "best_vs_numpy", "winrate_vs_sft",
               "oracle_ratio", "oracle_ratio_rich", "oracle_ratio_held_out", "oracle_ratio_drawn", "headroom_closed",
-              "headroom_closed_measurable", "distinct_kernels")
+              "headroom_closed_measurable", "headroom_closed_weighted", "distinct_kernels")
 ORACLE_KEYS = ("problems_with_oracle", "problems_without_oracle", "corpus_verified", "held_out_problems",
                "distinct_kernels")
 

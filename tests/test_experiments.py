@@ -56,6 +56,8 @@ def test_tables_show_mean_spread_and_each_run() -> None:
     results["sqd"][1]["rl"]["headroom_closed_measurable"] = 0.7  # one run has the figure: its mean alone
     assert headroom_line(results) == ["- sqd: mean headroom closed over 2 runs: 0.400 (below 0.5); over the problems "
                                       "with a gap of at least 5% of the oracle: 0.700 (1 runs)"]
+    results["sqd"][0]["rl"]["headroom_closed_weighted"] = 0.6
+    assert headroom_line(results)[0].endswith("0.700 (1 runs); gap-weighted: 0.600 (1 runs)")
 
 
 def test_yardstick_table_spreads_over_seeds_and_leaves_out_runs_without_it() -> None:

@@ -25,7 +25,11 @@ Definitions (``docs/sqd.md``, "The held-out evaluation"):
   ``headroom_closed_measurable``: the mean over the problems whose gap (oracle - baseline median) is at least
   ``MEASURABLE_GAP`` (5%) of the oracle, the spread within which the engine's figures repeat (docs/bench.md): below
   it the baseline already sits at the oracle within the timing's noise and the sign of the gap is noise too
-  (``headroom_unmeasurable`` counts them).
+  (``headroom_unmeasurable`` counts them). A 5% cut still leaves a problem with a 6% gap weighing as much as one
+  with a 90% gap, so ``headroom_closed_weighted`` weighs each counted problem's share by its gap, in units of its
+  oracle: sum((model - baseline) / oracle) / sum((oracle - baseline) / oracle), the share of the summed headroom the
+  model closed. A problem with no headroom to speak of then moves it by what the model gained or lost there, as a
+  fraction of the oracle, not by that over a near-zero gap.
 - **distinct kernels**: distinct verified sources over all samples of a model, compared as the engine's cache does
   (``normalise_code``: comments dropped, whitespace collapsed). The oracle block's ``distinct_kernels`` counts the
   distinct oracle kernels over the problems: a policy that wrote exactly the oracle everywhere would count that many.
@@ -183,15 +187,19 @@ def headroom_closed(medians: Sequence[float], base: Sequence[float], oracles: Se
     Returns:
         ``headroom_closed`` (mean over the counted problems; None when none counts), ``headroom_closed_median``
         (their median), ``headroom_closed_measurable`` (mean over the counted problems with a gap of at least
-        ``MEASURABLE_GAP`` of the oracle), ``headroom_problems`` (counted), ``headroom_excluded`` (problems with an
-        oracle not faster than the baseline's median) and ``headroom_unmeasurable`` (counted, gap below 5%).
+        ``MEASURABLE_GAP`` of the oracle), ``headroom_closed_weighted`` (each counted problem weighed by its gap
+        over its oracle), ``headroom_problems`` (counted), ``headroom_excluded`` (problems with an oracle not faster
+        than the baseline's median) and ``headroom_unmeasurable`` (counted, gap below 5%).
     """
     closed, measurable, excluded = [], [], 0
+    gained = gap = 0.0  # summed over the counted problems, in units of each problem's oracle
     for m, b, o in zip(medians, base, oracles, strict=True):
         if o.gflops is None:
             continue
         if o.gflops > b:
             closed.append((m - b) / (o.gflops - b))
+            gained += (m - b) / o.gflops
+            gap += (o.gflops - b) / o.gflops
             if o.gflops - b >= MEASURABLE_GAP * o.gflops:
                 measurable.append(closed[-1])
         else:
@@ -199,6 +207,7 @@ def headroom_closed(medians: Sequence[float], base: Sequence[float], oracles: Se
     return {"headroom_closed": statistics.fmean(closed) if closed else None,
             "headroom_closed_median": statistics.median(closed) if closed else None,
             "headroom_closed_measurable": statistics.fmean(measurable) if measurable else None,
+            "headroom_closed_weighted": gained / gap if closed else None,
             "headroom_problems": len(closed), "headroom_excluded": excluded,
             "headroom_unmeasurable": len(closed) - len(measurable)}
 

@@ -37,6 +37,7 @@ HEADLINE_KEYS: tuple[tuple[str, str, str | None], ...] = (
     ("headroom closed (median)", "headroom_closed_median", None),
     ("headroom closed (gaps >= 5%)", "headroom_closed_measurable", None),  # oracle.MEASURABLE_GAP (not imported:
     # the summary reads reports without loading the benchmark engine)
+    ("headroom closed (gap-weighted)", "headroom_closed_weighted", None),
     ("distinct kernels", "distinct_kernels", None),
 )
 # (label, family block of sft.json, key): the task families, measured on the SFT policy

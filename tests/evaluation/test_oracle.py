@@ -111,6 +111,17 @@ def test_ratios_and_headroom_on_known_numbers() -> None:
     assert edge["headroom_unmeasurable"] == 1 and edge["headroom_closed_measurable"] == pytest.approx(1.0)
     assert edge["headroom_closed"] == pytest.approx((1.0 - 4.6 / 0.4) / 2)
     assert h["headroom_closed_measurable"] == h["headroom_closed"] and h["headroom_unmeasurable"] == 0
+    # gap-weighted: gains and gaps in units of each oracle, summed over the counted problems a, b, e
+    gains = (8 - 2) / 10 + (20 - 10) / 40 + (15 - 3) / 60
+    gaps = (10 - 2) / 10 + (40 - 10) / 40 + (60 - 3) / 60
+    assert h["headroom_closed_weighted"] == pytest.approx(gains / gaps)
+    # the problem with a 1% gap where the model lost everything moves it by what was lost (a whole oracle), not 84x
+    assert near["headroom_closed_weighted"] == pytest.approx((-5.59 / 5.65 + 6 / 10 + 6 / 10)
+                                                             / ((5.65 - 5.59) / 5.65 + 8 / 10 + 7 / 10))
+    assert 0 < near["headroom_closed_weighted"] < near["headroom_closed_median"]
+    assert headroom_closed([1.0], [2.0], [Oracle()])["headroom_closed_weighted"] is None
+    at_oracle = headroom_closed([10.0, 4.0], [2.0, 2.0], [Oracle("a", 10.0), Oracle("b", 4.0)])
+    assert at_oracle["headroom_closed_weighted"] == pytest.approx(1.0)
 
 
 def test_distinct_kernels_counts_verified_sources_up_to_layout_and_comments() -> None:

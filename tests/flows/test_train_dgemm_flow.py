@@ -156,7 +156,7 @@ def test_summary_reads_reports_and_says_what_is_missing(tmp_path: Path) -> None:
     assert by_label["oracle ratio"] == ["-", "0.740"] and by_label["oracle ratio (rich)"] == ["-", "-"]
     assert by_label["headroom closed"] == ["-", "0.510"] and by_label["distinct kernels"] == ["-", "17"]
     assert any("oracle: none in this report" in ln for ln in lines)
-    assert len(lines) < 28  # a short table (14 headline rows, 4 task rows), not every key of both reports
+    assert len(lines) < 29  # a short table (15 headline rows, 4 task rows), not every key of both reports
     (tmp_path / "reports" / "eval_dgemm.json").write_text("{not json")
     assert "unreadable" in format_summary({**summary, "reports": read_reports(tmp_path)})
 
