@@ -338,28 +338,33 @@ def build_rl_trainer(params: Params, data_dir: Path, sft_dir: Path, output_dir: 
     curriculum = load_curriculum(params, data_dir)
     model, tokenizer = load_saved_policy(sft_dir, trainable=True, key="sft_dir")
     dataset = fitting_prompt_rows(rl_dataset(curriculum), model, tokenizer, rp.max_completion_length, "rl_dgemm")
-    settings = settings or Settings()
-    kind = params.reward.reference if needs_reference(params.reward) else None
-    executor = bench_backend(params.bench.for_many(), settings, reference=kind)
-    # locally one node times everything: a tracker measures its reference; agents attach their node's to each result
-    reference = (ReferenceTracker(executor, kind, params.reward.reference_ttl_s)
-                 if kind and isinstance(executor, LocalExecutor) else None)
-    rollouts = Rollouts(curriculum, QDArchive(curriculum.problem_ids))
-    ctx = RewardContext(params=params, executor=executor, reference=reference, observer=rollouts,
-                        group_size=rp.num_generations)
-    funcs = [factory(ctx) for factory in factories]
     needs = novelty_needs(params, data_dir, args.use_vllm)  # refuses every forcing lever with vLLM first
     plan_line, plan_permitted = params.prepare.dgemm.plan_line, params.prepare.dgemm.plan_permitted
     vocab = (OpeningVocabulary(tokenizer, plan_openings(corpus, plan_line, plan_permitted,
                                                         "rl_dgemm.plan_vocabulary", rp.plan_vocabulary))
              if rp.plan_vocabulary != "none" else None)
-    trainer = SQDGRPOTrainer(model=model, reward_funcs=funcs, args=args, train_dataset=dataset,
-                             processing_class=tokenizer, rollouts=rollouts, elite_replay=rp.elite_replay,
-                             elite_replay_behind=rp.elite_replay_behind, plan_novelty=rp.plan_novelty,
-                             kind_needs=needs, kind_texts=kind_openings(corpus) if needs else {},
-                             seed=rp.seed, fence_given=rp.fence_given,
-                             plan_vocabulary=vocab)
-    use_hpcrl_mlflow(trainer)
+    kind_texts = kind_openings(corpus) if needs else {}
+    settings = settings or Settings()
+    kind = params.reward.reference if needs_reference(params.reward) else None
+    executor = bench_backend(params.bench.for_many(), settings, reference=kind)  # every refusal above: none to stop
+    try:
+        # locally one node times everything: a tracker measures its reference; agents attach their node's to each
+        # result
+        reference = (ReferenceTracker(executor, kind, params.reward.reference_ttl_s)
+                     if kind and isinstance(executor, LocalExecutor) else None)
+        rollouts = Rollouts(curriculum, QDArchive(curriculum.problem_ids))
+        ctx = RewardContext(params=params, executor=executor, reference=reference, observer=rollouts,
+                            group_size=rp.num_generations)
+        funcs = [factory(ctx) for factory in factories]
+        trainer = SQDGRPOTrainer(model=model, reward_funcs=funcs, args=args, train_dataset=dataset,
+                                 processing_class=tokenizer, rollouts=rollouts, elite_replay=rp.elite_replay,
+                                 elite_replay_behind=rp.elite_replay_behind, plan_novelty=rp.plan_novelty,
+                                 kind_needs=needs, kind_texts=kind_texts, seed=rp.seed, fence_given=rp.fence_given,
+                                 plan_vocabulary=vocab)
+        use_hpcrl_mlflow(trainer)
+    except BaseException:
+        executor.close()  # the trainer refused: nothing else would stop the executor's workers
+        raise
     return RLRun(trainer, rollouts, executor, funcs)
 
 

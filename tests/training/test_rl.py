@@ -43,7 +43,8 @@ from tests.models import TINY, sample_tokenizer
 def rl_params(**rl: Any) -> Params:
     defaults: dict[str, Any] = {"max_steps": 2, "per_device_train_batch_size": 2, "num_generations": 2,
                                 "max_completion_length": 16, "save_steps": 1, "problems": 2,
-                                "learning_rate": 1e-3, "sqd": {"window": 1, "start_stage": 0}}
+                                "learning_rate": 1e-3, "sqd": {"window": 1, "start_stage": 0},
+                                "plan_vocabulary": "none"}  # rl_inputs writes no corpus to hold plans to
     return parse_params({"bench": FAST_BENCH, "reward": {"mode": "gflops"}, "rl_dgemm": {**defaults, **rl}})
 
 
@@ -310,6 +311,39 @@ def test_rollouts_leave_replayed_elites_out_of_promotion_archive_and_distinct_co
     assert rollouts.injected == frozenset()  # one batch only
     rollouts(["c"], [ok], [90.0], {"problem_id": [pid], "stage": [0], "permitted": [[]]})
     assert cur.stage(pid) == 1 and rollouts.stats()["rollouts/elites"] == 0.0
+
+
+def test_a_trainer_that_refuses_stops_the_executor_it_started(setup: tuple[Path, Path], tmp_path: Path,
+                                                              bench_dirs: Settings,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    import hpcrl_core.training.rl as rl
+
+    started: list[Any] = []
+
+    class Backend:
+        closed = False
+
+        def close(self) -> None:
+            self.closed = True
+
+    def backend(*args: Any, **kwargs: Any) -> Backend:
+        started.append(Backend())
+        return started[-1]
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise ConfigError("refused")
+
+    monkeypatch.setattr(rl, "bench_backend", backend)
+    monkeypatch.setattr(rl, "SQDGRPOTrainer", refuse)
+    data, sft = setup
+    with pytest.raises(ConfigError, match="refused"):
+        rl.build_rl_trainer(rl_params(), data, sft, tmp_path / "rl", report_to=[], settings=bench_dirs)
+    assert len(started) == 1 and started[0].closed
+    # a refusal before the executor (the plan vocabulary without a corpus to read) starts none
+    with pytest.raises(DataError, match="corpus"):
+        rl.build_rl_trainer(rl_params(plan_vocabulary="corpus"), data, sft, tmp_path / "rl", report_to=[],
+                            settings=bench_dirs)
+    assert len(started) == 1
 
 
 @pytest.mark.integration
