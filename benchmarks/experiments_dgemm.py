@@ -16,14 +16,14 @@ Variants: ``sqd`` = params.yaml as is; ``nosqd`` = ``rl_dgemm.sqd.enabled: false
 generated stage); ``share`` = ``reward.duplicate_penalty`` set to ``--share-penalty`` (docs/sqd.md, "Duplicate
 sharing"); ``noshare`` = ``reward.duplicate_penalty: 0`` (params.yaml shares duplicates by default); ``vocab`` =
 ``rl_dgemm.plan_vocabulary`` and ``evaluate.dgemm_plan_vocabulary`` ``corpus`` (plan lines held to the corpus's,
-in RL and in the evaluation of both policies); ``fields`` = both ``fields`` (the corpus's plan fields recombined
-within a kind).
+in RL and in the evaluation of both policies; params.yaml's default); ``fields`` = both ``fields`` (the corpus's
+plan fields recombined within a kind); ``novocab`` = both ``none`` (plan lines free).
 
 Prints the table and writes it to docs/experiments.md (between markers), with every run's figures in
 ``experiments/dgemm/results.json`` (``--no-write``: prints only).
 
 Run: ``.venv/bin/python benchmarks/experiments_dgemm.py [--seeds 1 2 3] [--sft-seeds 1234 7]
-[--variants sqd nosqd share noshare vocab fields] [--share-penalty 10] [--steps N]`` (needs ``dvc repro sft``;
+[--variants sqd nosqd share noshare vocab fields novocab] [--share-penalty 10] [--steps N]`` (needs ``dvc repro sft``;
 each run takes rl_dgemm.max_steps RL steps plus one evaluation, each further SFT seed one SFT training,
 ``sft.max_steps`` steps).
 """
@@ -57,7 +57,7 @@ DOC = ROOT / "docs" / "experiments.md"
 KEYS = ("verified_rate", "gflops_median", "gflops_best", "best_vs_numpy")
 
 
-VARIANTS = ("sqd", "nosqd", "share", "noshare", "vocab", "fields")
+VARIANTS = ("sqd", "nosqd", "share", "noshare", "vocab", "fields", "novocab")
 
 
 def variant_params(params: Params, variant: str, seed: int, steps: int | None,
@@ -72,8 +72,8 @@ def variant_params(params: Params, variant: str, seed: int, steps: int | None,
         reward = reward.model_copy(update={"duplicate_penalty": share_penalty})
     elif variant == "noshare":
         reward = reward.model_copy(update={"duplicate_penalty": 0.0})
-    elif variant in ("vocab", "fields"):
-        update["plan_vocabulary"] = "corpus" if variant == "vocab" else "fields"
+    elif variant in ("vocab", "fields", "novocab"):
+        update["plan_vocabulary"] = {"vocab": "corpus", "fields": "fields", "novocab": "none"}[variant]
         ep = ep.model_copy(update={"dgemm_plan_vocabulary": update["plan_vocabulary"]})
     elif variant != "sqd":
         raise SystemExit(f"unknown variant {variant!r}; allowed: {', '.join(VARIANTS)}")

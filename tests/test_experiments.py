@@ -105,11 +105,11 @@ def test_variants_change_only_what_they_name() -> None:
     noshare = variant_params(params, "noshare", 3, None)
     assert noshare.reward.duplicate_penalty == 0.0 and params.reward.duplicate_penalty > 0
     assert noshare.reward.model_copy(update={"duplicate_penalty": params.reward.duplicate_penalty}) == params.reward
-    assert params.rl_dgemm.plan_vocabulary == params.evaluate.dgemm_plan_vocabulary == "none"
-    for variant, vocabulary in (("vocab", "corpus"), ("fields", "fields")):
+    assert params.rl_dgemm.plan_vocabulary == params.evaluate.dgemm_plan_vocabulary == "corpus"
+    for variant, vocabulary in (("vocab", "corpus"), ("fields", "fields"), ("novocab", "none")):
         held = variant_params(params, variant, 3, None)
         assert held.rl_dgemm.plan_vocabulary == held.evaluate.dgemm_plan_vocabulary == vocabulary
-        assert held.evaluate.model_copy(update={"dgemm_plan_vocabulary": "none"}) == params.evaluate
+        assert held.evaluate.model_copy(update={"dgemm_plan_vocabulary": "corpus"}) == params.evaluate
         assert held.reward == params.reward
     assert sqd.evaluate == params.evaluate
     with pytest.raises(SystemExit, match="unknown variant 'x'; allowed: sqd, nosqd, share, noshare, vocab, fields"):

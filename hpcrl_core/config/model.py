@@ -169,7 +169,7 @@ class EvalParams(Section):
     dgemm_fence_given: bool = True
     # each DGEMM answer's plan line is held to the corpus's ("corpus") or to their fields recombined within a kind
     # ("fields"; data/dgemm/corpus.plan_openings, evaluation/openings.py); the code after it is free
-    dgemm_plan_vocabulary: PlanVocabulary = "none"
+    dgemm_plan_vocabulary: PlanVocabulary = "corpus"
     qa_max_new_tokens: int = Field(128, ge=1, le=65_536)  # race, MLPerf and PLP answers (always greedy)
     batch_size: int = Field(8, ge=1, le=4096)  # prompts per generate() call
     max_items_per_family: int = Field(300, ge=1, le=1_000_000)  # first this many of data/<family>/eval.jsonl

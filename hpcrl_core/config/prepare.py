@@ -70,7 +70,7 @@ class DgemmPrepParams(Section):
     derived_nr: bool = True
     # every kernel opens with the same standard headers (stddef, stdlib, string; omp/immintrin where used): a policy
     # that opens without <string.h> and then calls memset wrote a fifth of RL's failed kernels (docs/data.md)
-    uniform_includes: bool = False
+    uniform_includes: bool = True
 
     @field_validator("train_sizes", "eval_sizes")
     @classmethod

@@ -72,7 +72,7 @@ class RLDgemmParams(Section):
     # advantages: reward - group mean, divided by the group's std (group), the batch's std (batch) or not (none)
     scale_rewards: ScaleRewards = "none"
     max_completion_length: int = Field(512, ge=8, le=1_048_576)
-    problems: int = Field(16, ge=1, le=1_000_000)  # distinct train problems drawn from problems_train.jsonl
+    problems: int = Field(8, ge=1, le=1_000_000)  # distinct train problems drawn from problems_train.jsonl
     # share of visits in which the last of the G completions is replaced by the archive's fastest kernel of that
     # problem that the visit permits (when it holds one): a kernel RL found stays in its groups (docs/sqd.md)
     elite_replay: float = Field(0.0, ge=0.0, le=1.0)
@@ -88,7 +88,7 @@ class RLDgemmParams(Section):
     # each completion's plan line is held to one of the corpus's ("corpus") or to their fields recombined within a
     # kind ("fields"): no plan that joins two kinds' descriptions; the code after it is free (docs/sqd.md); "none"
     # with trl.use_vllm
-    plan_vocabulary: PlanVocabulary = "none"
+    plan_vocabulary: PlanVocabulary = "corpus"
     rewards: tuple[str, ...] = ("dgemm_gflops",)  # names in hpcrl_core.rewards.REWARDS; summed with equal weight
     save_steps: int = Field(10, ge=1, le=10_000_000)
     save_total_limit: int = Field(2, ge=1, le=1000)

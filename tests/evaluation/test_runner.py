@@ -82,7 +82,7 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 def _eval_params(**evaluate: Any) -> Params:
     options = {"samples_per_problem": K, "dgemm_max_new_tokens": 24, "qa_max_new_tokens": 8, "batch_size": 4,
-               "seed": 5, **evaluate}
+               "seed": 5, "dgemm_plan_vocabulary": "none", **evaluate}  # the workspace has no corpus to hold plans to
     return parse_params({"bench": FAST_BENCH, "evaluate": options})
 
 
