@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.register_tiles import samples_file  # noqa: E402
 from benchmarks.tile_width import kernel_source, width_mismatch  # noqa: E402
+from hpcrl_core.algorithms.exploration import opening_plan_line  # noqa: E402
 from hpcrl_core.data.dgemm.corpus import CODE_FENCE, plan_openings  # noqa: E402
 from hpcrl_core.errors import ConfigError, DataError  # noqa: E402
 from hpcrl_core.files import json_lines  # noqa: E402
@@ -45,8 +46,6 @@ MISSING_HEADER = "missing header"
 NR_MISMATCH = "NR != VW x NV"
 OFF_CORPUS = "plan not in corpus"
 OFF_CORPUS_ALL = "off-corpus plans"
-# the plan line a completion opens with, after an optional code fence (as ``exploration.kind_of`` reads it)
-_PLAN_LINE = re.compile(r"\A\s*(?:```[A-Za-z]*[ \t]*\n)?\s*(// plan: [^\n]*\n)")
 # names the compiler reports as undeclared, and the standard header that declares them
 _HEADER_OF = {**dict.fromkeys(("memset", "memcpy", "memmove", "strlen"), "string.h"),
               **dict.fromkeys(("malloc", "calloc", "free", "posix_memalign", "aligned_alloc", "abort"), "stdlib.h"),
@@ -80,8 +79,8 @@ def missing_header(code: str, detail: str) -> str | None:
 
 def off_corpus(completion: str, plans: frozenset[str]) -> bool:
     """Whether a completion's plan line (newline included) is none of ``plans``, or it opens without one."""
-    m = _PLAN_LINE.match(completion)
-    return m is None or m.group(1) not in plans
+    line = opening_plan_line(completion)
+    return line is None or line not in plans
 
 
 def corpus_plans(corpus: Path) -> frozenset[str]:

@@ -49,11 +49,19 @@ from hpcrl_core.data.dgemm.corpus import CODE_FENCE, corpus_rows, plan_line, pla
 from hpcrl_core.errors import ConfigError, DataError
 
 __all__ = ["drawn_groups", "kind_of", "kind_openings", "kind_requirements", "novel_kinds", "opening_ids",
-           "plan_elites", "plan_novel_kinds", "plan_prefix"]
+           "opening_plan_line", "plan_elites", "plan_novel_kinds", "plan_prefix"]
 
 # the plan line a completion opens with, inside its code fence, as the SFT data writes it (``data.dgemm.corpus``:
 # the fence, then ``// plan: <kind>: <parameters>``); a model may drop the fence
-_PLAN = re.compile(r"\A\s*(?:```[A-Za-z]*[ \t]*\n)?\s*// plan: ([A-Za-z0-9_]+):")
+_OPENING = r"\A\s*(?:```[A-Za-z]*[ \t]*\n)?\s*"
+_PLAN = re.compile(_OPENING + r"// plan: ([A-Za-z0-9_]+):")
+_PLAN_LINE = re.compile(_OPENING + r"(// plan: [^\n]*\n)")
+
+
+def opening_plan_line(completion: str) -> str | None:
+    """The whole plan line (newline included) a completion opens with, or None when it opens without one."""
+    m = _PLAN_LINE.match(completion)
+    return m.group(1) if m else None
 
 
 def kind_of(completion: str) -> str | None:

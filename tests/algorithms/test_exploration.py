@@ -14,6 +14,7 @@ import pytest
 from hpcrl_core.algorithms.archive import QDArchive
 from hpcrl_core.algorithms.exploration import (
     kind_of,
+    opening_plan_line,
     kind_openings,
     kind_requirements,
     novel_kinds,
@@ -69,6 +70,10 @@ def test_the_opening_of_sft_completions_names_its_kind() -> None:
     assert kind_of(completion) == "packed" and completion.startswith(plan_prefix("packed") + ": ")
     assert kind_of(plan_line(kernel.kind, kernel.name)) == "packed"  # a model that drops the fence
     assert kind_of("```c\n#include <omp.h>\n// plan: packed: x\n") is None  # the plan line must open the code
+    assert opening_plan_line(completion) == plan_line(kernel.kind, kernel.name)
+    assert opening_plan_line(plan_line(kernel.kind, kernel.name)) == plan_line(kernel.kind, kernel.name)
+    assert opening_plan_line("```c\n#include <omp.h>\n// plan: packed: x\n") is None
+    assert opening_plan_line("```c\n// plan: packed: cut short") is None  # no newline: not a whole line
     without = sft_records([kernel], problems("train", 0, 4), seed=1, per_kernel=1, kind_weights={"packed": 1.0})
     assert kind_of(without[0].completion[0]["content"]) is None
 
