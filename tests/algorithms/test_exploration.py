@@ -14,11 +14,11 @@ import pytest
 from hpcrl_core.algorithms.archive import QDArchive
 from hpcrl_core.algorithms.exploration import (
     kind_of,
-    opening_plan_line,
     kind_openings,
     kind_requirements,
     novel_kinds,
     opening_ids,
+    opening_plan_line,
     plan_elites,
     plan_novel_kinds,
     plan_prefix,
