@@ -59,7 +59,8 @@ def stage_env() -> dict[str, str]:
     if not os.environ.get("PREFECT_API_URL"):
         from prefect.client.orchestration import get_client
 
-        env["PREFECT_API_URL"] = str(get_client(sync_client=True).api_url).rstrip("/")
+        with get_client(sync_client=True) as client:  # the flow's own client (re-entered) or a new one, closed after
+            env["PREFECT_API_URL"] = str(client.api_url).rstrip("/")
     return env
 
 
