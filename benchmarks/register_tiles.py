@@ -42,7 +42,6 @@ from hpcrl_core.errors import DataError  # noqa: E402
 from hpcrl_core.evaluation.report import samples_path_for  # noqa: E402
 from hpcrl_core.files import json_lines  # noqa: E402
 
-_CONST = {name: re.compile(rf"^\s*#\s*define\s+{name}\s+(\d+)\s*$", re.M) for name in ("VW", "MR", "NV")}
 _VECTOR = re.compile(r"vector_size|__m256d|__m512d")
 _PLAN = re.compile(r"//\s*plan:\s*([A-Za-z_]+)")
 # the generator's unrolled k loop, ``for (; k + 3 < kc; k += 4)``: the step when it is the bound's offset plus one
@@ -68,13 +67,19 @@ def k_unroll(code: str) -> int:
     return 1
 
 
+def integer_defines(code: str, names: Sequence[str]) -> list[int] | None:
+    """The values of ``#define <name> <integer>`` for each of ``names``, in order; None when one is not so defined."""
+    found = [re.search(rf"^[ \t]*#[ \t]*define[ \t]+{name}[ \t]+(\d+)[ \t]*$", code, re.M) for name in names]
+    return [int(m.group(1)) for m in found if m] if all(found) else None
+
+
 def tile_shape(code: str, kind: str | None = None) -> Shape | None:
     """(kind, VW, MR, NV, k unroll) of a vector kernel, or None when it declares no vector type or does not define
     all three constants as positive integers. The kind is ``kind`` or, without it, the one the plan line names."""
-    found = [pattern.search(code) for pattern in _CONST.values()]
-    if not all(found) or not _VECTOR.search(code):
+    values = integer_defines(code, ("VW", "MR", "NV"))
+    if values is None or not _VECTOR.search(code):
         return None
-    vw, mr, nv = (int(m.group(1)) for m in found if m)
+    vw, mr, nv = values
     plan = _PLAN.search(code)
     if kind is None:
         kind = plan.group(1) if plan else "-"
@@ -116,8 +121,8 @@ def time_corpus_tiles(data: Path, tally: Tally) -> None:
         raise DataError(f"{data}: no dgemm/corpus.jsonl there; run `dvc repro prepare`")
     from hpcrl_core.config import Settings, load_params  # the evaluation's imports take seconds: after the checks
     from hpcrl_core.evaluation.dgemm import eval_problems, evaluation_executor, problem_sizes
-    shaped = [(e, tile_shape(e.code, kind=e.name.split(":")[1] if e.name.count(":") >= 2 else "-")) for e in corpus]
-    shaped = [(e, shape) for e, shape in shaped if shape is not None]
+    shaped = [(e, shape) for e in corpus
+              if (shape := tile_shape(e.code, kind=e.name.split(":")[1] if e.name.count(":") >= 2 else "-"))]
     sizes = sorted(set(problem_sizes(eval_problems(data, 10**9))))
     params = load_params(ROOT / "params.yaml")
     with evaluation_executor(params, Settings()) as ex:

@@ -31,27 +31,26 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.register_tiles import samples_file  # noqa: E402
+from benchmarks.register_tiles import integer_defines, samples_file  # noqa: E402
 from hpcrl_core.bench.extract import extract_code  # noqa: E402
 from hpcrl_core.errors import DataError  # noqa: E402
 from hpcrl_core.files import json_lines  # noqa: E402
 
-_DEFINE = {name: re.compile(rf"^[ \t]*#[ \t]*define[ \t]+{name}[ \t]+(\d+)[ \t]*$", re.M)
-           for name in ("VW", "NV", "NR")}
+_NR = re.compile(r"^[ \t]*#[ \t]*define[ \t]+NR[ \t]+(\d+)[ \t]*$", re.M)
 
 
 def width_mismatch(code: str) -> tuple[int, int, int] | None:
     """(VW, NV, NR) when the code defines all three as integers and NR != VW * NV, else None."""
-    found = [pattern.search(code) for pattern in _DEFINE.values()]
-    if not all(found):
+    values = integer_defines(code, ("VW", "NV", "NR"))
+    if values is None:
         return None
-    vw, nv, nr = (int(m.group(1)) for m in found if m)
+    vw, nv, nr = values
     return (vw, nv, nr) if nr != vw * nv else None
 
 
 def derive_width(code: str) -> str:
     """The code with its ``#define NR <number>`` line(s) replaced by ``#define NR (VW * NV)``."""
-    return _DEFINE["NR"].sub("#define NR (VW * NV)", code)
+    return _NR.sub("#define NR (VW * NV)", code)
 
 
 def kernel_source(completion: str) -> str:
