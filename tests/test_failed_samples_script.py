@@ -13,11 +13,15 @@ from pathlib import Path
 import pytest
 
 from benchmarks.failed_samples import (
+    DEPARTS,
+    DEPARTS_ALL,
     MISSING_HEADER,
     NR_MISMATCH,
     OFF_CORPUS,
     OFF_CORPUS_ALL,
     cause,
+    corpus_plans,
+    departs,
     header_of,
     main,
     missing_header,
@@ -81,7 +85,7 @@ def test_bad_input_is_refused_by_name(tmp_path: Path, capsys: pytest.CaptureFixt
 def test_plans_no_corpus_kernel_has_are_a_cause_and_a_count_over_every_sample(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     corpus = tmp_path / "corpus.jsonl"
-    corpus.write_text("".join(json.dumps({"name": f"000{i}:{kind}:{name}", "kind": kind}) + "\n"
+    corpus.write_text("".join(json.dumps({"name": f"000{i}:{kind}:{name}", "kind": kind, "techniques": []}) + "\n"
                               for i, (kind, name) in enumerate((("naive", "naive-ijk"), ("packed", "packed-ext4")))))
     known, mashed = "// plan: packed: packed-ext4\n", "// plan: tile_vec: tile-vec4-ext-64-loops-kb-omp\n"
     rows = [_row(known + "int x;", "ok"), _row(mashed + "int x;", "ok"),  # an off-corpus plan that verified
@@ -95,10 +99,49 @@ def test_plans_no_corpus_kernel_has_are_a_cause_and_a_count_over_every_sample(
     assert main([str(tmp_path / "run"), "--corpus", str(corpus)]) == 0
     out = capsys.readouterr().out.splitlines()
     header = [c.strip() for c in out[0].split("|")][1:-1]
-    assert header[:8] == ["report", "model", "samples", "failed", MISSING_HEADER, NR_MISMATCH, OFF_CORPUS,
-                          OFF_CORPUS_ALL]
+    assert header[:10] == ["report", "model", "samples", "failed", MISSING_HEADER, NR_MISMATCH, OFF_CORPUS,
+                           OFF_CORPUS_ALL, DEPARTS, DEPARTS_ALL]
     values = dict(zip(header, [c.strip() for c in out[2].split("|")][1:-1], strict=True))
     assert [values[k] for k in ("samples", "failed", MISSING_HEADER, OFF_CORPUS, OFF_CORPUS_ALL, "compile_error")] \
         == ["6", "4", "1", "2", "4", "1"]
     assert main([str(tmp_path / "run"), "--corpus", str(tmp_path / "none.jsonl")]) == 2
     assert "none.jsonl is missing" in capsys.readouterr().err
+
+
+def test_code_that_uses_other_techniques_than_its_plans_kernel_departs_from_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    corpus = tmp_path / "corpus.jsonl"
+    kernels = (("tile_vec", "tile-vec8-4x8", ["register_blocking", "simd"]),
+               ("tile_vec", "tile-vec8-4x8-omp", ["openmp", "register_blocking", "simd"]),
+               ("tile_vec", "tile-vec8-4x8", ["cache_blocking", "register_blocking", "simd"]))  # one plan, two sets
+    corpus.write_text("".join(json.dumps({"name": f"000{i}:{kind}:{name}", "kind": kind, "techniques": t}) + "\n"
+                              for i, (kind, name, t) in enumerate(kernels)))
+    plain, omp = "// plan: tile_vec: tile-vec8-4x8\n", "// plan: tile_vec: tile-vec8-4x8-omp\n"
+
+    def row(plan: str, status: str, techniques: list[str] | None) -> dict:
+        r = _row(plan + "int x;", status)
+        return r if techniques is None else {**r, "techniques": techniques}
+
+    rows = [row(plain, "wrong_result", ["openmp", "register_blocking", "simd"]),  # a pragma its plan lacks
+            row(plain, "ok", ["openmp", "register_blocking", "simd"]),  # departs, yet verified
+            row(plain, "wrong_result", ["cache_blocking", "register_blocking", "simd"]),  # the plan's other kernel
+            row(omp, "wrong_result", ["openmp", "register_blocking", "simd"]),
+            row(omp, "compile_error", None),  # nothing detected: no departure claimed
+            row(plain, "format_violation", [])]
+    plans = corpus_plans(corpus)
+    assert plans[plain] == {frozenset({"register_blocking", "simd"}),
+                            frozenset({"cache_blocking", "register_blocking", "simd"})}
+    assert [departs(r, plans) for r in rows] == [True, True, False, False, False, False]
+    assert [cause(r, plans) for r in rows] == [DEPARTS, None, "wrong_result", "wrong_result", "compile_error",
+                                               "format_violation"]
+    assert cause(rows[0]) == "wrong_result"  # without the corpus there is no plan to depart from
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "eval_dgemm_samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main([str(tmp_path / "run"), "--corpus", str(corpus)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    header = [c.strip() for c in out[0].split("|")][1:-1]
+    values = dict(zip(header, [c.strip() for c in out[2].split("|")][1:-1], strict=True))
+    assert (values["failed"], values[DEPARTS], values[DEPARTS_ALL], values[OFF_CORPUS_ALL]) == ("5", "1", "2", "0")
+    corpus.write_text(json.dumps({"name": "0001:naive:n", "kind": "naive"}) + "\n")
+    assert main([str(tmp_path / "run"), "--corpus", str(corpus)]) == 2
+    assert "techniques" in capsys.readouterr().err
