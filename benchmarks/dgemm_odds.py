@@ -148,7 +148,7 @@ def main() -> int:
     problems = [dataclasses.replace(curriculum.problem(pid), stage=a.stage) for pid in pids]
     d = params.prepare.dgemm
     plans = plan_openings(data / "dgemm" / "corpus.jsonl", d.plan_line, d.plan_permitted,
-                          "rl_dgemm.plan_vocabulary", rp.plan_vocabulary) if rp.plan_vocabulary != "none" else []
+                          "rl_dgemm.plan_vocabulary", rp.plan_vocabulary)
     samples = [s for m in a.model for s in sample_policy(Path(m), problems, needs, texts, a, temperature, max_new,
                                                          rp.fence_given, plans)]
 

@@ -340,9 +340,8 @@ def build_rl_trainer(params: Params, data_dir: Path, sft_dir: Path, output_dir: 
     dataset = fitting_prompt_rows(rl_dataset(curriculum), model, tokenizer, rp.max_completion_length, "rl_dgemm")
     needs = novelty_needs(params, data_dir, args.use_vllm)  # refuses every forcing lever with vLLM first
     plan_line, plan_permitted = params.prepare.dgemm.plan_line, params.prepare.dgemm.plan_permitted
-    vocab = (OpeningVocabulary(tokenizer, plan_openings(corpus, plan_line, plan_permitted,
-                                                        "rl_dgemm.plan_vocabulary", rp.plan_vocabulary))
-             if rp.plan_vocabulary != "none" else None)
+    plans = plan_openings(corpus, plan_line, plan_permitted, "rl_dgemm.plan_vocabulary", rp.plan_vocabulary)
+    vocab = OpeningVocabulary(tokenizer, plans) if plans else None
     kind_texts = kind_openings(corpus) if needs else {}
     settings = settings or Settings()
     kind = params.reward.reference if needs_reference(params.reward) else None

@@ -155,6 +155,8 @@ def test_fields_recombine_within_a_kind_and_never_across_kinds(tmp_path: Path) -
     fields = plan_openings(corpus, True, False, key, "fields")
     assert len(fields) == len(out) and CODE_FENCE + "// plan: blocked: blk64-ijk\n" in fields
     assert len(plan_openings(corpus, True, False, key, "corpus")) == len(plans)
+    # none holds nothing: no corpus read, no data flags checked
+    assert plan_openings(tmp_path / "absent.jsonl", False, True, key, "none") == []
     with pytest.raises(ConfigError, match="'nearest' is no plan vocabulary; one of none, corpus, fields"):
         plan_openings(corpus, True, False, key, "nearest")
 

@@ -247,16 +247,18 @@ def plan_openings(corpus: Path, with_plan: bool, plan_permitted: bool, key: str,
     ``rl_dgemm.plan_vocabulary``; ``hpcrl_core/evaluation/openings.py``): the code fence and a plan line, newline
     included, as ``sft_records`` writes them; sorted, without repeats. ``vocabulary`` ``corpus``: the plan lines of
     the kernels of ``corpus`` (``data/dgemm/corpus.jsonl``); ``fields``: those recombined field by field within
-    each kind (``recombined_plans``). ``with_plan`` and ``plan_permitted`` are the data's ``prepare.dgemm.plan_line``
-    and ``plan_permitted``.
+    each kind (``recombined_plans``); ``none``: no constraint, [] (nothing read or checked). ``with_plan`` and
+    ``plan_permitted`` are the data's ``prepare.dgemm.plan_line`` and ``plan_permitted``.
 
     Raises:
         ConfigError: SFT completions that do not open with the fence and the plan line (no plan line, or the
             permitted line before it), or an unknown ``vocabulary``.
         DataError: the corpus is missing or empty, or a line lacks a string ``kind`` or ``name``.
     """
-    if vocabulary not in PLAN_VOCABULARIES[1:]:
+    if vocabulary not in PLAN_VOCABULARIES:
         raise ConfigError(f"{key}: {vocabulary!r} is no plan vocabulary; one of {', '.join(PLAN_VOCABULARIES)}")
+    if vocabulary == "none":
+        return []
     if not with_plan or plan_permitted:
         raise ConfigError(f"{key} holds each plan line to the corpus's, and SFT completions open with the code fence "
                           "and a plan line only with prepare.dgemm.plan_line: true and plan_permitted: false (got "
