@@ -67,9 +67,14 @@ def k_unroll(code: str) -> int:
     return 1
 
 
+def integer_define(name: str) -> re.Pattern[str]:
+    """A line ``#define <name> <integer>``, the integer its group 1."""
+    return re.compile(rf"^[ \t]*#[ \t]*define[ \t]+{name}[ \t]+(\d+)[ \t]*$", re.M)
+
+
 def integer_defines(code: str, names: Sequence[str]) -> list[int] | None:
     """The values of ``#define <name> <integer>`` for each of ``names``, in order; None when one is not so defined."""
-    found = [re.search(rf"^[ \t]*#[ \t]*define[ \t]+{name}[ \t]+(\d+)[ \t]*$", code, re.M) for name in names]
+    found = [integer_define(name).search(code) for name in names]
     return [int(m.group(1)) for m in found if m] if all(found) else None
 
 

@@ -19,7 +19,6 @@ Run: ``.venv/bin/python benchmarks/tile_width.py experiments/dgemm/*-sft*-s*/ [-
 from __future__ import annotations
 
 import argparse
-import re
 import statistics
 import sys
 from collections import Counter
@@ -31,12 +30,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.register_tiles import integer_defines, samples_file  # noqa: E402
+from benchmarks.register_tiles import integer_define, integer_defines, samples_file  # noqa: E402
 from hpcrl_core.bench.extract import extract_code  # noqa: E402
 from hpcrl_core.errors import DataError  # noqa: E402
 from hpcrl_core.files import json_lines  # noqa: E402
 
-_NR = re.compile(r"^[ \t]*#[ \t]*define[ \t]+NR[ \t]+(\d+)[ \t]*$", re.M)
+_NR = integer_define("NR")
 
 
 def width_mismatch(code: str) -> tuple[int, int, int] | None:
