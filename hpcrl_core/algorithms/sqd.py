@@ -4,13 +4,17 @@ Every DGEMM problem has an unlock ``order`` of the five techniques; at stage s t
 curriculum keeps each problem's current stage, records one visit per group of completions (their rewards),
 promotes a problem by one stage when the rule of ``SQDParams`` says so. Which problem is visited when is not its
 business: the trainer's seeded sampler decides (one dataset row per problem). Its whole state saves to JSON with a
-checkpoint and resumes exactly. The rule and what is ours rather than the paper's: ``docs/sqd.md``.
+checkpoint and resumes exactly. With visit sizes, each visit also draws the matrix size its prompt asks for (and
+its kernels are timed at), so a few problems do not tie the policy to a few values of n. The rule and what is ours
+rather than the paper's: ``docs/sqd.md``.
 
 Use::
 
-    cur = SQDCurriculum(read_problems(Path("data/dgemm/problems_train.jsonl")), params.rl_dgemm.sqd, seed=1234)
+    cur = SQDCurriculum(read_problems(Path("data/dgemm/problems_train.jsonl")), params.rl_dgemm.sqd, seed=1234,
+                        sizes=params.prepare.dgemm.train_sizes)
     stage = cur.visit_stage(pid)             # the current stage, or an earlier one for a replay visit
-    messages = cur.prompt(pid, stage)        # rendered at that stage
+    n = cur.visit_size(pid)                  # the problem's own n, or one of the visit sizes
+    messages = cur.prompt(pid, stage, n)     # rendered at that stage and size
     ...                                      # generate a group of completions, benchmark them
     cur.record(pid, rewards, stage)          # True when the problem was promoted
 
@@ -140,19 +144,24 @@ class SQDCurriculum:
         params: the ``rl_dgemm.sqd`` section.
         seed: the run's seed (the trainer's sampler orders the visits with it); a saved state resumes only under
             the same one.
+        sizes: the matrix sizes a visit may be rendered at, one drawn per visit (``visit_size``); empty: every visit
+            asks for its problem's own n. A saved state resumes only under the same sizes.
 
     Raises:
-        ConfigError: no problems, or a problem id listed twice.
+        ConfigError: no problems, a problem id listed twice, or a size below 1.
     """
 
-    def __init__(self, problems: Sequence[Problem], params: SQDParams, seed: int) -> None:
+    def __init__(self, problems: Sequence[Problem], params: SQDParams, seed: int, sizes: Sequence[int] = ()) -> None:
         if not problems:
             raise ConfigError("SQD needs at least one problem; got none (check rl_dgemm.problems and the data)")
         dupes = sorted(pid for pid, c in Counter(p.id for p in problems).items() if c > 1)
         if dupes:
             raise ConfigError(f"SQD problems must have unique ids; listed more than once: {dupes[:5]}")
+        if any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in sizes):
+            raise ConfigError(f"SQD visit sizes must be positive integers; got {list(sizes)}")
         self._params = params
         self._seed = seed
+        self._sizes = tuple(sorted(set(sizes)))
         self._problems = {p.id: p for p in problems}
         self._ids = sorted(self._problems)
         self._states = {p.id: _ProblemState(self._initial_stage(p)) for p in problems}
@@ -231,23 +240,38 @@ class SQDCurriculum:
         pick = stable_unit("sqd-replay-stage", self._seed, pid, self._visits)
         return lowest + min(int(pick * (state.stage - lowest)), state.stage - lowest - 1)
 
-    def problem(self, pid: str, stage: int | None = None) -> Problem:
-        """The problem at ``stage`` (default: its current stage); ``permitted``/``forbidden`` follow the stage.
+    def visit_size(self, pid: str) -> int:
+        """The matrix size the problem's next visit asks for and is timed at: its own n without visit sizes, else one
+        of them drawn uniformly from the seed, the problem and the visits recorded so far (a resumed run draws the
+        same). Every completion of a visit gets the same size, so a group compares kernels at one n."""
+        self._state(pid)  # the KeyError for an unknown id
+        if not self._sizes:
+            return self._problems[pid].n
+        pick = stable_unit("sqd-size", self._seed, pid, self._visits)
+        return self._sizes[min(int(pick * len(self._sizes)), len(self._sizes) - 1)]
+
+    def problem(self, pid: str, stage: int | None = None, n: int | None = None) -> Problem:
+        """The problem at ``stage`` (default: its current stage) and size ``n`` (default: its own);
+        ``permitted``/``forbidden`` follow the stage.
 
         Raises:
             KeyError: an unknown problem id.
-            ValueError: a stage the problem has not reached.
+            ValueError: a stage the problem has not reached, or a size below 1.
         """
         checked = self._checked_stage(pid, stage)  # raises the KeyError for an unknown id first
-        return dataclasses.replace(self._problems[pid], stage=checked)
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+            raise ValueError(f"problem {pid}: size {n!r} is not a positive integer")
+        p = self._problems[pid]
+        return dataclasses.replace(p, stage=checked, n=p.n if n is None else n)
 
     def permitted(self, pid: str, stage: int | None = None) -> frozenset[Technique]:
         """The techniques permitted at ``stage`` (default: the current one): the first ``stage`` of its order."""
         return self.problem(pid, stage).permitted
 
-    def prompt(self, pid: str, stage: int | None = None) -> list[dict[str, str]]:
-        """The problem's chat messages rendered at ``stage`` (default: its current stage)."""
-        return problem_prompt(self.problem(pid, stage))
+    def prompt(self, pid: str, stage: int | None = None, n: int | None = None) -> list[dict[str, str]]:
+        """The problem's chat messages rendered at ``stage`` (default: its current stage) and size ``n`` (default:
+        its own)."""
+        return problem_prompt(self.problem(pid, stage, n))
 
     def record(self, pid: str, rewards: Sequence[float], stage: int | None = None) -> bool:
         """Record one visit (the rewards of one group of completions) and apply the promotion rule.
@@ -302,7 +326,7 @@ class SQDCurriculum:
         return out
 
     def _fingerprint(self) -> dict[str, Any]:
-        return {"seed": self._seed, "params": self._params.model_dump(mode="json"),
+        return {"seed": self._seed, "params": self._params.model_dump(mode="json"), "sizes": list(self._sizes),
                 "problems": {pid: {"n": p.n, "order": [t.value for t in p.order], "stage": p.stage}
                              for pid, p in sorted(self._problems.items())}}
 
@@ -373,6 +397,9 @@ def _differences(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
     lines = []
     if saved.get("seed") != current["seed"]:
         lines.append(f"seed: saved {saved.get('seed')!r}, this run {current['seed']!r}")
+    if saved.get("sizes", []) != current["sizes"]:  # a state without sizes predates them: own sizes
+        lines.append(f"visit sizes (rl_dgemm.visit_sizes): saved {saved.get('sizes', [])!r}, this run "
+                     f"{current['sizes']!r}")
     saved_params = _mapping(saved.get("params"))
     for key, now in current["params"].items():
         # a key the saved state predates ran with the behaviour of that key's no-op value (replay: 0)

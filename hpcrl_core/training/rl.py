@@ -4,8 +4,9 @@ No maths here. ``SQDGRPOTrainer`` subclasses GRPOTrainer at three hooks only:
 
 - ``_generate_and_score_completions``: before generating, each row's prompt and permitted set are re-rendered at
   the stage the curriculum picks for its problem's visit (``visit_stage``: the current SQD stage, or an earlier
-  one for a replay; the dataset holds one row per problem, the curriculum owns the stage) and the row carries that
-  ``stage``; after scoring, the curriculum and archive statistics are logged for the step.
+  one for a replay; the dataset holds one row per problem, the curriculum owns the stage) and at the size it draws
+  (``visit_size``: with ``rl_dgemm.visit_sizes: train`` one of ``prepare.dgemm.train_sizes`` per visit), and the row
+  carries that ``stage`` and ``n``; after scoring, the curriculum and archive statistics are logged for the step.
 - ``_generate_single_turn``: with ``rl_dgemm.elite_replay`` > 0, in that share of the visits the last completion
   of the group is replaced by the archive's fastest kernel of the problem that the visit permits (``plan_elites``):
   a kernel RL found stays in its groups, trained on with its measured reward like a sample (docs/sqd.md). With
@@ -179,11 +180,12 @@ class Rollouts:
                 self.promotions.append((self.step, pid, self.curriculum.stage(pid)))
 
 
-def _rendered(curriculum: SQDCurriculum, pid: str, stage: int) -> dict[str, Any]:
-    """The columns of a dataset row rendered at ``stage``: ``stage``, ``prompt``, ``permitted`` and ``n`` (the size
-    the prompt asks for, at which the reward times the kernel)."""
-    return {"stage": stage, "prompt": curriculum.prompt(pid, stage),
-            "permitted": sorted(str(t) for t in curriculum.permitted(pid, stage)), "n": curriculum.problem(pid).n}
+def _rendered(curriculum: SQDCurriculum, pid: str, stage: int, n: int | None = None) -> dict[str, Any]:
+    """The columns of a dataset row rendered at ``stage`` and size ``n`` (default: the problem's own): ``stage``,
+    ``prompt``, ``permitted`` and ``n`` (the size the prompt asks for, at which the reward times the kernel)."""
+    problem = curriculum.problem(pid, stage, n)
+    return {"stage": stage, "prompt": curriculum.prompt(pid, stage, n),
+            "permitted": sorted(str(t) for t in problem.permitted), "n": problem.n}
 
 
 class SQDGRPOTrainer(GRPOTrainer):
@@ -218,8 +220,9 @@ class SQDGRPOTrainer(GRPOTrainer):
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         cur = self.rollouts.curriculum
         self.rollouts.step = int(self.state.global_step)
-        stages = {pid: cur.visit_stage(pid) for pid in dict.fromkeys(x["problem_id"] for x in inputs)}
-        staged = [{**x, **_rendered(cur, x["problem_id"], stages[x["problem_id"]])} for x in inputs]
+        visits = {pid: (cur.visit_stage(pid), cur.visit_size(pid)) for pid in dict.fromkeys(x["problem_id"]
+                                                                                               for x in inputs)}
+        staged = [{**x, **_rendered(cur, x["problem_id"], *visits[x["problem_id"]])} for x in inputs]
         training = bool(getattr(self.model, "training", False))
         self._elites = plan_elites(staged, int(self.num_generations or 1), self.rollouts.archive, self.elite_replay,
                                    (self.seed, self.rollouts.step), self.elite_replay_behind) if training else {}
@@ -307,7 +310,8 @@ def load_curriculum(params: Params, data_dir: Path) -> SQDCurriculum:
     records = [r for _, r in zip(range(params.rl_dgemm.problems), read_jsonl(path), strict=False)]
     if not records:
         raise DataError(f"{path} holds no problems")
-    return SQDCurriculum(problems_from_records(records), params.rl_dgemm.sqd, seed=params.rl_dgemm.seed)
+    sizes = params.prepare.dgemm.train_sizes if params.rl_dgemm.visit_sizes == "train" else ()
+    return SQDCurriculum(problems_from_records(records), params.rl_dgemm.sqd, seed=params.rl_dgemm.seed, sizes=sizes)
 
 
 @dataclass

@@ -20,8 +20,9 @@ from hpcrl_core.errors import ConfigError, DataError
 PROBLEMS = make_problems("train", 3, 6)
 
 
-def _curriculum(seed: int = 0, problems: list[Problem] | None = None, **params: Any) -> SQDCurriculum:
-    return SQDCurriculum(PROBLEMS if problems is None else problems, SQDParams(**params), seed)
+def _curriculum(seed: int = 0, problems: list[Problem] | None = None, sizes: tuple[int, ...] = (),
+                **params: Any) -> SQDCurriculum:
+    return SQDCurriculum(PROBLEMS if problems is None else problems, SQDParams(**params), seed, sizes)
 
 
 def _visits(cur: SQDCurriculum, pid: str, means: list[float]) -> list[bool]:
@@ -132,14 +133,15 @@ def _drive(cur: SQDCurriculum, steps: int, first_step: int) -> list[Any]:
         for pid in (ids[2 * step % len(ids)], ids[(2 * step + 1) % len(ids)]):
             rng = random.Random(f"{pid}:{step}")
             rewards = [rng.uniform(-2.0, 8.0) for _ in range(4)]
-            shown = cur.visit_stage(pid)
-            log.append((step, pid, shown, cur.record(pid, rewards, shown), cur.stage(pid)))
+            shown, n = cur.visit_stage(pid), cur.visit_size(pid)
+            log.append((step, pid, shown, n, cur.record(pid, rewards, shown), cur.stage(pid)))
         log.append(cur.stats())
     return log
 
 
 def test_resume_continues_exactly(tmp_path: Path) -> None:
-    params: dict[str, Any] = {"window": 2, "promote_reward": 4.0, "plateau_tol": 0.5, "replay": 0.4}
+    params: dict[str, Any] = {"window": 2, "promote_reward": 4.0, "plateau_tol": 0.5, "replay": 0.4,
+                              "sizes": (192, 224, 256)}
     uninterrupted = _curriculum(seed=9, **params)
     _drive(uninterrupted, 7, 0)  # 14 visits over 6 problems: saved mid-way through the second pass
     uninterrupted.save(tmp_path / "sqd.json")
@@ -297,3 +299,54 @@ def test_version_2_states_load_with_no_replays() -> None:
     state["version"] = 3
     with pytest.raises(ConfigError, match="malformed"):
         cur.load_state_dict(state)
+
+
+def test_visit_sizes_are_drawn_per_visit_uniformly_and_reproducibly() -> None:
+    sizes = (192, 224, 256)
+    cur = SQDCurriculum(PROBLEMS, SQDParams(), 4, sizes=(256, 192, 224, 192))  # order and repeats do not matter
+    pid = PROBLEMS[0].id
+    drawn = []
+    for _ in range(3000):
+        drawn.append(cur.visit_size(pid))
+        cur.record(pid, [1.0])
+    assert set(drawn) == set(sizes)
+    assert all(abs(drawn.count(n) / len(drawn) - 1 / 3) < 0.04 for n in sizes)
+    again = SQDCurriculum(PROBLEMS, SQDParams(), 4, sizes=sizes)
+    replayed = []
+    for _ in range(3000):
+        replayed.append(again.visit_size(pid))
+        again.record(pid, [1.0])
+    assert replayed == drawn  # a function of the seed, the problem and the visits so far
+    assert cur.visit_size(pid) == cur.visit_size(pid)  # asking twice before a visit draws nothing new
+
+
+def test_a_visit_size_renders_the_prompt_and_the_problem_at_that_n() -> None:
+    p = PROBLEMS[0]
+    cur = SQDCurriculum(PROBLEMS, SQDParams(), 0, sizes=(999,))
+    assert cur.visit_size(p.id) == 999
+    assert cur.problem(p.id, n=999).n == 999 and cur.problem(p.id).n == p.n  # the problem keeps its own n
+    assert "tune it for n = 999." in cur.prompt(p.id, 0, 999)[-1]["content"]
+    assert f"tune it for n = {p.n}." in cur.prompt(p.id, 0)[-1]["content"]
+    assert _curriculum().visit_size(p.id) == p.n  # no visit sizes: every visit asks for the problem's own n
+    with pytest.raises(ValueError, match="not a positive integer"):
+        cur.problem(p.id, n=0)
+    with pytest.raises(KeyError, match="unknown problem id"):
+        cur.visit_size("nope")
+    for bad in ((0,), (256, -1), (True,)):
+        with pytest.raises(ConfigError, match="positive integers"):
+            SQDCurriculum(PROBLEMS, SQDParams(), 0, sizes=bad)
+
+
+def test_a_state_resumes_only_under_the_same_visit_sizes(tmp_path: Path) -> None:
+    saved = _curriculum(sizes=(192, 224))
+    _drive(saved, 2, 0)
+    saved.save(tmp_path / "sqd.json")
+    _curriculum(sizes=(224, 192)).load(tmp_path / "sqd.json")
+    for other in ((), (192, 256)):
+        with pytest.raises(ConfigError, match="visit sizes"):
+            _curriculum(sizes=other).load(tmp_path / "sqd.json")
+    state = _curriculum().state_dict()
+    del state["sizes"]  # a state written before visit sizes existed asked for each problem's own n
+    _curriculum().load_state_dict(state)
+    with pytest.raises(ConfigError, match="visit sizes"):
+        _curriculum(sizes=(192,)).load_state_dict(state)

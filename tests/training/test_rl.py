@@ -367,3 +367,45 @@ def test_a_training_step_scores_and_trains_on_the_replayed_elite(setup: tuple[Pa
     assert run.rollouts.stats()["rollouts/elites"] == 2.0
     assert all(e.code == ELITE for e in run.rollouts.archive.niches())  # the elite did not re-enter as a sample
     assert run.rollouts.curriculum.stats()["sqd/visits"] == 2.0  # visits count the samples' rewards only
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("visit_sizes", ["train", "problem"])
+def test_each_visit_asks_for_and_is_timed_at_the_size_it_drew(setup: tuple[Path, Path], tmp_path: Path,
+                                                              bench_dirs: Settings, visit_sizes: str,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from trl import GRPOTrainer
+
+    from hpcrl_core.training.rl import build_rl_trainer
+
+    data, sft = setup
+    params = parse_params({"bench": FAST_BENCH, "reward": {"mode": "gflops"},
+                           "prepare": {"dgemm": {"train_sizes": [40, 56, 72]}},
+                           "rl_dgemm": {**rl_params().rl_dgemm.model_dump(mode="json"), "max_steps": 4,
+                                        "visit_sizes": visit_sizes}})
+    run = build_rl_trainer(params, data, sft, tmp_path / "rl", report_to=[], settings=bench_dirs)
+    asked: list[tuple[str, int, str]] = []  # per row generated: problem, n, the prompt's text
+    timed: list[int] = []  # per completion scored: the n the reward timed it at
+    generate = GRPOTrainer._generate_and_score_completions
+
+    def spy(self: Any, inputs: list[dict[str, Any]]) -> Any:
+        asked.extend((x["problem_id"], x["n"], x["prompt"][-1]["content"]) for x in inputs)
+        return generate(self, inputs)
+
+    monkeypatch.setattr(GRPOTrainer, "_generate_and_score_completions", spy)
+    observer = run.reward_funcs[0].ctx.observer
+    run.reward_funcs[0].ctx = dataclasses.replace(
+        run.reward_funcs[0].ctx, observer=lambda texts, results, rewards, columns: (
+            timed.extend(columns["n"]), observer(texts, results, rewards, columns)))
+    try:
+        run.trainer.train()
+    finally:
+        run.close()
+    own = {p.id: p.n for p in make_problems("train", 0, 4)}
+    assert len(asked) == 8 and [n for _, n, _ in asked] == timed
+    assert all(f"tune it for n = {n}." in prompt for _, n, prompt in asked)
+    if visit_sizes == "problem":
+        assert all(n == own[pid] for pid, n, _ in asked)
+    else:  # four visits of one group each: sizes drawn from the train sizes, the same for a whole group
+        assert {n for n in timed} <= {40, 56, 72} and len(set(timed)) > 1
+        assert all(timed[i] == timed[i + 1] for i in range(0, 8, 2))
