@@ -17,14 +17,14 @@ generated stage); ``share`` = ``reward.duplicate_penalty`` set to ``--share-pena
 sharing"); ``noshare`` = ``reward.duplicate_penalty: 0`` (params.yaml shares duplicates by default); ``vocab`` =
 ``rl_dgemm.plan_vocabulary`` and ``evaluate.dgemm_plan_vocabulary`` ``corpus`` (plan lines held to the corpus's,
 in RL and in the evaluation of both policies; params.yaml's default); ``fields`` = both ``fields`` (the corpus's
-plan fields recombined within a kind); ``novocab`` = both ``none`` (plan lines free); ``ownsizes`` =
-``rl_dgemm.visit_sizes: problem`` (each visit asks for its problem's own n instead of drawing one of the train sizes).
+plan fields recombined within a kind); ``novocab`` = both ``none`` (plan lines free); ``trainsizes`` and
+``span`` = ``rl_dgemm.visit_sizes`` ``train`` and ``span`` (each visit draws the n it asks for: docs/sqd.md).
 
 Prints the table and writes it to docs/experiments.md (between markers), with every run's figures in
 ``experiments/dgemm/results.json`` (``--no-write``: prints only).
 
 Run: ``.venv/bin/python benchmarks/experiments_dgemm.py [--seeds 1 2 3] [--sft-seeds 1234 7]
-[--variants sqd nosqd share noshare vocab fields novocab ownsizes] [--share-penalty 10] [--steps N]``
+[--variants sqd nosqd share noshare vocab fields novocab trainsizes span] [--share-penalty 10] [--steps N]``
 (needs ``dvc repro sft``; each run takes rl_dgemm.max_steps RL steps plus one evaluation, each further SFT seed one
 SFT training, ``sft.max_steps`` steps).
 """
@@ -58,7 +58,7 @@ DOC = ROOT / "docs" / "experiments.md"
 KEYS = ("verified_rate", "gflops_median", "gflops_best", "best_vs_numpy")
 
 
-VARIANTS = ("sqd", "nosqd", "share", "noshare", "vocab", "fields", "novocab", "ownsizes")
+VARIANTS = ("sqd", "nosqd", "share", "noshare", "vocab", "fields", "novocab", "trainsizes", "span")
 
 
 def variant_params(params: Params, variant: str, seed: int, steps: int | None,
@@ -76,8 +76,8 @@ def variant_params(params: Params, variant: str, seed: int, steps: int | None,
     elif variant in ("vocab", "fields", "novocab"):
         update["plan_vocabulary"] = {"vocab": "corpus", "fields": "fields", "novocab": "none"}[variant]
         ep = ep.model_copy(update={"dgemm_plan_vocabulary": update["plan_vocabulary"]})
-    elif variant == "ownsizes":
-        update["visit_sizes"] = "problem"
+    elif variant in ("trainsizes", "span"):
+        update["visit_sizes"] = {"trainsizes": "train", "span": "span"}[variant]
     elif variant != "sqd":
         raise SystemExit(f"unknown variant {variant!r}; allowed: {', '.join(VARIANTS)}")
     return params.model_copy(update={"rl_dgemm": rp.model_copy(update=update), "reward": reward, "evaluate": ep})
@@ -87,7 +87,7 @@ def run_settings(p: Params, data: Path, sft: Path) -> dict[str, Any]:
     """What a run's result depends on besides chance: the RL, reward and evaluation params, the sizes RL visits draw,
     the data and SFT paths."""
     return {"rl_dgemm": p.rl_dgemm.model_dump(mode="json"), "reward": p.reward.model_dump(mode="json"),
-            "train_sizes": list(p.prepare.dgemm.train_sizes),
+            "train_sizes": list(p.prepare.dgemm.train_sizes), "eval_sizes": list(p.prepare.dgemm.eval_sizes),
             "evaluate": p.evaluate.model_dump(mode="json"), "data": str(data.resolve()), "sft": str(sft.resolve())}
 
 

@@ -112,10 +112,12 @@ def test_variants_change_only_what_they_name() -> None:
         assert held.evaluate.model_copy(update={"dgemm_plan_vocabulary": "corpus"}) == params.evaluate
         assert held.reward == params.reward
     assert sqd.evaluate == params.evaluate
-    own = variant_params(params, "ownsizes", 3, None)
-    assert params.rl_dgemm.visit_sizes == "train" and own.rl_dgemm.visit_sizes == "problem"
-    assert own.rl_dgemm.model_copy(update={"visit_sizes": "train"}) == sqd.rl_dgemm
-    assert own.evaluate == params.evaluate and own.reward == params.reward
+    assert params.rl_dgemm.visit_sizes == "problem"
+    for variant, sizes in (("trainsizes", "train"), ("span", "span")):
+        drawn = variant_params(params, variant, 3, None)
+        assert drawn.rl_dgemm.visit_sizes == sizes
+        assert drawn.rl_dgemm.model_copy(update={"visit_sizes": "problem"}) == sqd.rl_dgemm
+        assert drawn.evaluate == params.evaluate and drawn.reward == params.reward
     with pytest.raises(SystemExit, match="unknown variant 'x'; allowed: sqd, nosqd, share, noshare, vocab, fields"):
         variant_params(params, "x", 3, None)
 

@@ -16,7 +16,7 @@ from hpcrl_core.config.base import REMOVED_BENCH_N, Section, refuse_removed
 from hpcrl_core.config.model import LrScheduler, PlanVocabulary
 
 ScaleRewards = Literal["group", "batch", "none"]  # TRL GRPOConfig.scale_rewards
-VisitSizes = Literal["train", "problem"]
+VisitSizes = Literal["train", "span", "problem"]
 
 
 class SQDParams(Section):
@@ -74,11 +74,11 @@ class RLDgemmParams(Section):
     scale_rewards: ScaleRewards = "none"
     max_completion_length: int = Field(512, ge=8, le=1_048_576)
     problems: int = Field(8, ge=1, le=1_000_000)  # distinct train problems drawn from problems_train.jsonl
-    # the matrix size each visit asks for and is timed at: "train" draws one of prepare.dgemm.train_sizes per visit
-    # (the sizes SFT saw; never a held-out one), "problem" keeps each problem's own n. With a few problems at their
-    # own sizes the policy learned code that was right at those values of n and wrong at the held-out ones
-    # (docs/experiments.md)
-    visit_sizes: VisitSizes = "train"
+    # the matrix size each visit asks for and is timed at: "problem" keeps each problem's own n; "train" draws one
+    # of prepare.dgemm.train_sizes per visit; "span" one of every size from the smallest to the largest train size
+    # that no held-out problem asks for (prepare.dgemm.eval_sizes). RL's policies wrote code right at the sizes they
+    # trained at and wrong at the held-out ones (docs/sqd.md, "Visit sizes")
+    visit_sizes: VisitSizes = "problem"
     # share of visits in which the last of the G completions is replaced by the archive's fastest kernel of that
     # problem that the visit permits (when it holds one): a kernel RL found stays in its groups (docs/sqd.md)
     elite_replay: float = Field(0.0, ge=0.0, le=1.0)

@@ -5,7 +5,7 @@ No maths here. ``SQDGRPOTrainer`` subclasses GRPOTrainer at three hooks only:
 - ``_generate_and_score_completions``: before generating, each row's prompt and permitted set are re-rendered at
   the stage the curriculum picks for its problem's visit (``visit_stage``: the current SQD stage, or an earlier
   one for a replay; the dataset holds one row per problem, the curriculum owns the stage) and at the size it draws
-  (``visit_size``: with ``rl_dgemm.visit_sizes: train`` one of ``prepare.dgemm.train_sizes`` per visit), and the row
+  (``visit_size``: with ``rl_dgemm.visit_sizes`` ``train`` or ``span``, one size per visit), and the row
   carries that ``stage`` and ``n``; after scoring, the curriculum and archive statistics are logged for the step.
 - ``_generate_single_turn``: with ``rl_dgemm.elite_replay`` > 0, in that share of the visits the last completion
   of the group is replaced by the archive's fastest kernel of the problem that the visit permits (``plan_elites``):
@@ -310,8 +310,21 @@ def load_curriculum(params: Params, data_dir: Path) -> SQDCurriculum:
     records = [r for _, r in zip(range(params.rl_dgemm.problems), read_jsonl(path), strict=False)]
     if not records:
         raise DataError(f"{path} holds no problems")
-    sizes = params.prepare.dgemm.train_sizes if params.rl_dgemm.visit_sizes == "train" else ()
-    return SQDCurriculum(problems_from_records(records), params.rl_dgemm.sqd, seed=params.rl_dgemm.seed, sizes=sizes)
+    return SQDCurriculum(problems_from_records(records), params.rl_dgemm.sqd, seed=params.rl_dgemm.seed,
+                         sizes=visit_sizes(params))
+
+
+def visit_sizes(params: Params) -> tuple[int, ...]:
+    """The sizes RL visits draw from (``rl_dgemm.visit_sizes``): ``train``, ``prepare.dgemm.train_sizes``; ``span``,
+    every size from the smallest to the largest train size that no held-out problem asks for
+    (``prepare.dgemm.eval_sizes``); ``problem``, none (each visit asks for its problem's own n)."""
+    which, train = params.rl_dgemm.visit_sizes, params.prepare.dgemm.train_sizes
+    if which == "train":
+        return tuple(train)
+    if which == "span":
+        held_out = set(params.prepare.dgemm.eval_sizes)
+        return tuple(n for n in range(min(train), max(train) + 1) if n not in held_out)
+    return ()
 
 
 @dataclass

@@ -35,6 +35,7 @@ from hpcrl_core.training.rl import (
     grpo_config,
     rl_dataset,
     run_rl,
+    visit_sizes,
 )
 from tests.conftest import FAST_BENCH
 from tests.models import TINY, sample_tokenizer
@@ -409,3 +410,15 @@ def test_each_visit_asks_for_and_is_timed_at_the_size_it_drew(setup: tuple[Path,
     else:  # four visits of one group each: sizes drawn from the train sizes, the same for a whole group
         assert {n for n in timed} <= {40, 56, 72} and len(set(timed)) > 1
         assert all(timed[i] == timed[i + 1] for i in range(0, 8, 2))
+
+
+def test_visit_sizes_are_the_train_sizes_their_span_less_the_held_out_ones_or_none() -> None:
+    params = parse_params({"prepare": {"dgemm": {"train_sizes": [40, 48, 56], "eval_sizes": [44, 52, 60]}},
+                           "rl_dgemm": {"visit_sizes": "train"}})
+    assert visit_sizes(params) == (40, 48, 56)
+    span = params.model_copy(update={"rl_dgemm": params.rl_dgemm.model_copy(update={"visit_sizes": "span"})})
+    assert visit_sizes(span) == (40, 41, 42, 43, 45, 46, 47, 48, 49, 50, 51, 53, 54, 55, 56)  # no held-out size
+    own = params.model_copy(update={"rl_dgemm": params.rl_dgemm.model_copy(update={"visit_sizes": "problem"})})
+    assert visit_sizes(own) == ()
+    with pytest.raises(ConfigError, match="visit_sizes"):
+        parse_params({"rl_dgemm": {"visit_sizes": "all"}})
