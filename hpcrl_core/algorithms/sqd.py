@@ -36,7 +36,7 @@ from hpcrl_core.bench.techniques import ALL_TECHNIQUES, Technique
 from hpcrl_core.config import SQDParams
 from hpcrl_core.data.dgemm.problems import Problem, problem_prompt
 from hpcrl_core.data.schema import Record, read_jsonl
-from hpcrl_core.data.stable import stable_unit
+from hpcrl_core.data.stable import stable_index, stable_unit
 from hpcrl_core.errors import ConfigError, DataError
 from hpcrl_core.files import read_json_file, write_text_atomic
 
@@ -157,7 +157,7 @@ class SQDCurriculum:
         dupes = sorted(pid for pid, c in Counter(p.id for p in problems).items() if c > 1)
         if dupes:
             raise ConfigError(f"SQD problems must have unique ids; listed more than once: {dupes[:5]}")
-        if any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in sizes):
+        if not all(map(_is_size, sizes)):
             raise ConfigError(f"SQD visit sizes must be positive integers; got {list(sizes)}")
         self._params = params
         self._seed = seed
@@ -237,8 +237,7 @@ class SQDCurriculum:
             return state.stage
         if stable_unit("sqd-replay", self._seed, pid, self._visits) >= self._params.replay:
             return state.stage
-        pick = stable_unit("sqd-replay-stage", self._seed, pid, self._visits)
-        return lowest + min(int(pick * (state.stage - lowest)), state.stage - lowest - 1)
+        return lowest + stable_index(state.stage - lowest, "sqd-replay-stage", self._seed, pid, self._visits)
 
     def visit_size(self, pid: str) -> int:
         """The matrix size the problem's next visit asks for and is timed at: its own n without visit sizes, else one
@@ -247,8 +246,7 @@ class SQDCurriculum:
         self._state(pid)  # the KeyError for an unknown id
         if not self._sizes:
             return self._problems[pid].n
-        pick = stable_unit("sqd-size", self._seed, pid, self._visits)
-        return self._sizes[min(int(pick * len(self._sizes)), len(self._sizes) - 1)]
+        return self._sizes[stable_index(len(self._sizes), "sqd-size", self._seed, pid, self._visits)]
 
     def problem(self, pid: str, stage: int | None = None, n: int | None = None) -> Problem:
         """The problem at ``stage`` (default: its current stage) and size ``n`` (default: its own);
@@ -259,7 +257,7 @@ class SQDCurriculum:
             ValueError: a stage the problem has not reached, or a size below 1.
         """
         checked = self._checked_stage(pid, stage)  # raises the KeyError for an unknown id first
-        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        if n is not None and not _is_size(n):
             raise ValueError(f"problem {pid}: size {n!r} is not a positive integer")
         p = self._problems[pid]
         return dataclasses.replace(p, stage=checked, n=p.n if n is None else n)
@@ -390,6 +388,11 @@ class SQDCurriculum:
             ConfigError: see ``load_state_dict``.
         """
         self.load_state_dict(read_json_file(path, "SQD state"), source=str(path))
+
+
+def _is_size(n: object) -> bool:
+    """Whether ``n`` is a matrix size: a whole number (not a bool) of at least 1."""
+    return isinstance(n, int) and not isinstance(n, bool) and n >= 1
 
 
 def _differences(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:

@@ -19,6 +19,17 @@ def stable_unit(*parts: object) -> float:
     return (int.from_bytes(digest[:8], "big") + 0.5) / 2.0**64
 
 
+def stable_index(count: int, *parts: object) -> int:
+    """An index in ``range(count)`` fixed by ``parts``, uniform over distinct inputs (``stable_unit`` scaled).
+
+    Raises:
+        ValueError: ``count`` is below 1.
+    """
+    if count < 1:
+        raise ValueError(f"count must be at least 1 to pick an index, received {count!r}")
+    return min(int(stable_unit(*parts) * count), count - 1)
+
+
 def weighted_key(weight: float, *parts: object) -> float:
     """A sort key whose maximum over candidates picks one with probability proportional to ``weight``.
 

@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from hpcrl_core.data.stable import stable_unit, weighted_key
+from hpcrl_core.data.stable import stable_index, stable_unit, weighted_key
 
 
 def test_stable_unit_is_fixed_by_its_parts_and_lies_in_the_open_unit_interval() -> None:
@@ -43,3 +43,12 @@ def test_a_small_weight_change_rarely_changes_the_winner() -> None:
 def test_weighted_key_rejects_weights_that_are_not_positive_and_finite(weight: float) -> None:
     with pytest.raises(ValueError, match="positive finite"):
         weighted_key(weight, "x")
+
+
+def test_stable_index_is_uniform_over_the_range_and_fixed_by_its_parts() -> None:
+    picks = Counter(stable_index(3, "x", i) for i in range(6000))
+    assert set(picks) == {0, 1, 2} and all(abs(c / 6000 - 1 / 3) < 0.03 for c in picks.values())
+    assert stable_index(7, "a", 1) == stable_index(7, "a", 1) == min(int(stable_unit("a", 1) * 7), 6)
+    assert stable_index(1, "anything") == 0
+    with pytest.raises(ValueError, match="at least 1"):
+        stable_index(0, "x")
