@@ -54,7 +54,7 @@ from hpcrl_core.evaluation.dgemm import evaluation_executor, node_figures  # noq
 from hpcrl_core.evaluation.openings import OpeningVocabulary  # noqa: E402
 from hpcrl_core.evaluation.targets import BEST_VS_NUMPY  # noqa: E402
 from hpcrl_core.models.saved import load_saved_policy  # noqa: E402
-from hpcrl_core.training.rl import load_curriculum  # noqa: E402
+from hpcrl_core.training.rl_curriculum import load_curriculum  # noqa: E402
 
 
 def sample(model: Any, tokenizer: Any, prompt: list[dict[str, str]], opening: Sequence[int], *, k: int,

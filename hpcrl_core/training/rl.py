@@ -45,7 +45,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from datasets import Dataset
 from transformers import LogitsProcessorList, PreTrainedTokenizerBase
 from trl import GRPOConfig, GRPOTrainer
 
@@ -57,7 +56,7 @@ from hpcrl_core.algorithms.exploration import (
     plan_elites,
     plan_novel_kinds,
 )
-from hpcrl_core.algorithms.sqd import STATE_FILE, SQDCurriculum, problems_from_records
+from hpcrl_core.algorithms.sqd import STATE_FILE, SQDCurriculum
 from hpcrl_core.bench.executor import BenchBackend, LocalExecutor, bench_backend
 from hpcrl_core.bench.extract import kernel_identity
 from hpcrl_core.bench.reference import ReferenceTracker
@@ -65,8 +64,7 @@ from hpcrl_core.bench.result import BenchResult
 from hpcrl_core.bench.techniques import Technique
 from hpcrl_core.config import Params, RLDgemmParams, Settings, load_params
 from hpcrl_core.data.dgemm.corpus import CODE_FENCE, plan_openings
-from hpcrl_core.data.schema import read_jsonl
-from hpcrl_core.errors import ConfigError, DataError
+from hpcrl_core.errors import ConfigError
 from hpcrl_core.evaluation.generate import fitting_prompt_rows
 from hpcrl_core.evaluation.openings import OpeningVocabulary
 from hpcrl_core.models.saved import load_saved_policy
@@ -81,6 +79,7 @@ from hpcrl_core.training.checkpoints import (
     save_policy,
 )
 from hpcrl_core.training.mlflow_callback import use_hpcrl_mlflow
+from hpcrl_core.training.rl_curriculum import load_curriculum, rendered_columns, rl_dataset
 from hpcrl_core.training.trl_options import check_passthrough, grpo_options, trl_version
 
 SQD_STATE = STATE_FILE
@@ -180,14 +179,6 @@ class Rollouts:
                 self.promotions.append((self.step, pid, self.curriculum.stage(pid)))
 
 
-def _rendered(curriculum: SQDCurriculum, pid: str, stage: int, n: int | None = None) -> dict[str, Any]:
-    """The columns of a dataset row rendered at ``stage`` and size ``n`` (default: the problem's own): ``stage``,
-    ``prompt``, ``permitted`` and ``n`` (the size the prompt asks for, at which the reward times the kernel)."""
-    problem = curriculum.problem(pid, stage, n)
-    return {"stage": stage, "prompt": curriculum.prompt(pid, stage, n),
-            "permitted": sorted(str(t) for t in problem.permitted), "n": problem.n}
-
-
 class SQDGRPOTrainer(GRPOTrainer):
     """GRPOTrainer whose prompts follow the SQD curriculum and whose checkpoints carry its state (see module)."""
 
@@ -222,7 +213,7 @@ class SQDGRPOTrainer(GRPOTrainer):
         self.rollouts.step = int(self.state.global_step)
         visits = {pid: (cur.visit_stage(pid), cur.visit_size(pid)) for pid in dict.fromkeys(x["problem_id"]
                                                                                                for x in inputs)}
-        staged = [{**x, **_rendered(cur, x["problem_id"], *visits[x["problem_id"]])} for x in inputs]
+        staged = [{**x, **rendered_columns(cur, x["problem_id"], *visits[x["problem_id"]])} for x in inputs]
         training = bool(getattr(self.model, "training", False))
         self._elites = plan_elites(staged, int(self.num_generations or 1), self.rollouts.archive, self.elite_replay,
                                    (self.seed, self.rollouts.step), self.elite_replay_behind) if training else {}
@@ -289,42 +280,6 @@ class SQDGRPOTrainer(GRPOTrainer):
         self.rollouts.curriculum.save(folder / SQD_STATE)
         self.rollouts.archive.save(folder / ARCHIVE)
         super()._save_checkpoint(model, trial)
-
-
-def rl_dataset(curriculum: SQDCurriculum) -> Dataset:
-    """One row per problem: ``problem_id``, its current ``stage``, prompt, permitted techniques and size ``n`` (the
-    trainer re-renders them at generation time, so the rows only fix which problems exist)."""
-    rows = [{"problem_id": pid, **_rendered(curriculum, pid, curriculum.stage(pid))} for pid in curriculum.problem_ids]
-    return Dataset.from_list(rows)
-
-
-def load_curriculum(params: Params, data_dir: Path) -> SQDCurriculum:
-    """The curriculum over the first ``rl_dgemm.problems`` problems of ``data/dgemm/problems_train.jsonl``.
-
-    Raises:
-        DataError: the problems file is missing or empty.
-    """
-    path = data_dir / "dgemm" / "problems_train.jsonl"
-    if not path.is_file():
-        raise DataError(f"{path} is missing; run `dvc repro prepare` to create the DGEMM problems")
-    records = [r for _, r in zip(range(params.rl_dgemm.problems), read_jsonl(path), strict=False)]
-    if not records:
-        raise DataError(f"{path} holds no problems")
-    return SQDCurriculum(problems_from_records(records), params.rl_dgemm.sqd, seed=params.rl_dgemm.seed,
-                         sizes=visit_sizes(params))
-
-
-def visit_sizes(params: Params) -> tuple[int, ...]:
-    """The sizes RL visits draw from (``rl_dgemm.visit_sizes``): ``train``, ``prepare.dgemm.train_sizes``; ``span``,
-    every size from the smallest to the largest train size that no held-out problem asks for
-    (``prepare.dgemm.eval_sizes``); ``problem``, none (each visit asks for its problem's own n)."""
-    which, train = params.rl_dgemm.visit_sizes, params.prepare.dgemm.train_sizes
-    if which == "train":
-        return tuple(train)
-    if which == "span":
-        held_out = set(params.prepare.dgemm.eval_sizes)
-        return tuple(n for n in range(min(train), max(train) + 1) if n not in held_out)
-    return ()
 
 
 @dataclass

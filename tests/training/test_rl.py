@@ -33,10 +33,9 @@ from hpcrl_core.training.rl import (
     Rollouts,
     check_trl_options,
     grpo_config,
-    rl_dataset,
     run_rl,
-    visit_sizes,
 )
+from hpcrl_core.training.rl_curriculum import rl_dataset, visit_sizes
 from tests.conftest import FAST_BENCH
 from tests.models import TINY, sample_tokenizer
 
