@@ -4,17 +4,17 @@ learnt code tied to the values of n it was trained at shows it here and nowhere 
 
 For each policy folder: the held-out problems (``data/dgemm/problems_eval.jsonl``, the first
 ``evaluate.max_problems``) whose permitted techniques include every technique of the corpus kernel ``--plan`` names,
-each prompt rendered as asked and once more at each of ``prepare.dgemm.train_sizes`` instead (nothing else
-changes). Every completion opens with the code fence and that kernel's plan line, given; the rest is sampled as the
-evaluation samples (``evaluate.samples_per_problem`` at ``evaluate.temperature``, ``evaluate.seed``). Each
-completion is benchmarked at the size its prompt asked for (the evaluation's backend, short timing, result cache).
+each prompt rendered as asked and once more at each of ``--sizes`` instead (default ``prepare.dgemm.train_sizes``;
+nothing else changes). Every completion opens with the code fence and that kernel's plan line, given; the rest is
+sampled as the evaluation samples (``evaluate.samples_per_problem`` at ``evaluate.temperature``, ``evaluate.seed``).
+Each completion is benchmarked at the size its prompt asked for (the evaluation's backend, short timing, result cache).
 
 One row per (policy, size): samples, the verified share, and the count per status. Held-out sizes as asked
 (``held-out``) against the train sizes: a policy whose failures sit only in the held-out row learnt size-tied code
 (``rl_dgemm.visit_sizes``, docs/experiments.md).
 
 Run: ``.venv/bin/python benchmarks/size_probe.py checkpoints/sft/final checkpoints/rl_dgemm/final
-[--plan tile-vec8-intrin-4x8] [--data data] [--params params.yaml]``
+[--plan tile-vec8-intrin-4x8] [--sizes 192 256 320] [--data data] [--params params.yaml]``
 """
 
 from __future__ import annotations
@@ -99,10 +99,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("policies", nargs="+", type=Path, help="saved policy folders (checkpoints/.../final)")
     ap.add_argument("--plan", default="tile-vec8-intrin-4x8", help="plan parameters of a corpus kernel")
+    ap.add_argument("--sizes", type=int, nargs="+", help="n each prompt is asked again at (default: the params' "
+                    "prepare.dgemm.train_sizes; with many train sizes, name a few)")
     ap.add_argument("--data", type=Path, default=ROOT / "data")
     ap.add_argument("--params", type=Path, default=ROOT / "params.yaml")
     args = ap.parse_args(argv)
     params = load_params(args.params)
+    sizes = args.sizes or params.prepare.dgemm.train_sizes
+    if any(n < 1 for n in sizes):
+        raise SystemExit(f"--sizes: matrix sizes are >= 1, got {sizes}")
     try:
         opening, techniques = plan_kernel(args.data / "dgemm" / "corpus.jsonl", args.plan)
     except ConfigError as err:
@@ -110,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     chosen = probe_problems(problems_from_records(eval_problems(args.data, params.evaluate.max_problems)), techniques)
     if not chosen:
         raise SystemExit(f"no held-out problem permits {', '.join(sorted(techniques))}, the techniques of {args.plan}")
-    problems = at_sizes(chosen, params.prepare.dgemm.train_sizes)
+    problems = at_sizes(chosen, sizes)
     ex = evaluation_executor(params, Settings())
     rows = []
     try:

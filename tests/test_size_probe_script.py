@@ -64,3 +64,8 @@ def test_an_unknown_plan_is_refused_before_any_policy_is_loaded(tmp_path: Path) 
     _corpus(tmp_path).rename(tmp_path / "dgemm" / "corpus.jsonl")
     with pytest.raises(SystemExit, match="'nope'.*no kernel"):
         main([str(tmp_path / "absent-policy"), "--plan", "nope", "--data", str(tmp_path)])
+
+
+def test_a_size_below_one_is_refused_before_anything_is_read(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit, match="--sizes.*>= 1.*\\[0, 256\\]"):
+        main([str(tmp_path / "absent-policy"), "--sizes", "0", "256", "--data", str(tmp_path)])
