@@ -6,7 +6,9 @@ Test: ``pytest tests/test_config.py``.
 from __future__ import annotations
 
 import math
-from typing import Literal
+import re
+from collections.abc import Sequence
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -25,6 +27,23 @@ SOURCE_KINDS: dict[str, tuple[str, ...]] = {
 # average n^3 about 256^3, the cost of timing at 256 (docs/data.md).
 TRAIN_SIZES: tuple[int, ...] = (192, 224, 256, 288, 320)
 EVAL_SIZES: tuple[int, ...] = (208, 240, 272, 304)
+
+_SPAN = re.compile(r"\s*(\d+)\s*\.\.\s*(\d+)\s*")
+
+
+def size_span(spec: str, exclude: Sequence[int] = ()) -> tuple[int, ...]:
+    """The sizes ``"A..B"`` names: every n from A to B, both included, except ``exclude`` (the eval sizes).
+
+    Raises:
+        ValueError: ``spec`` is not ``"A..B"`` with A <= B.
+    """
+    m = _SPAN.fullmatch(spec)
+    if not m or int(m.group(1)) > int(m.group(2)):
+        raise ValueError(f"train_sizes: give a list of sizes or a span \"A..B\" with A <= B (every n from A to B "
+                         f"but the eval sizes); got {spec!r}")
+    skip = set(exclude)
+    return tuple(n for n in range(int(m.group(1)), int(m.group(2)) + 1) if n not in skip)
+
 
 # How often the SFT pairing draws a kernel of each generator kind (hpcrl_core/data/dgemm/variants.py) for a train
 # prompt beyond the one prompt every kernel gets: a fixed weight per kind, never a timing, so two clones pair the same
@@ -71,6 +90,16 @@ class DgemmPrepParams(Section):
     # every kernel opens with the same standard headers (stddef, stdlib, string; omp/immintrin where used): a policy
     # that opens without <string.h> and then calls memset wrote a fifth of RL's failed kernels (docs/data.md)
     uniform_includes: bool = True
+
+    @model_validator(mode="before")
+    @classmethod
+    def _train_span(cls, data: Any) -> Any:
+        # train_sizes "A..B": every size of the span the eval sizes leave, so n varies as densely as a user's would
+        if isinstance(data, dict) and isinstance(data.get("train_sizes"), str):
+            held = data.get("eval_sizes", EVAL_SIZES)
+            exclude = [n for n in held if isinstance(n, int)] if isinstance(held, (list, tuple)) else []
+            data = {**data, "train_sizes": size_span(data["train_sizes"], exclude)}
+        return data
 
     @field_validator("train_sizes", "eval_sizes")
     @classmethod

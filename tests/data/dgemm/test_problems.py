@@ -77,6 +77,21 @@ def test_sizes_come_from_the_params_and_are_checked() -> None:
             parse_params({section: {"bench_n": 256}})
 
 
+def test_a_train_span_is_every_size_in_it_but_the_eval_sizes() -> None:
+    d = parse_params({"prepare": {"dgemm": {"train_sizes": "40..48", "eval_sizes": [44, 46, 60]}}}).prepare.dgemm
+    assert d.train_sizes == (40, 41, 42, 43, 45, 47, 48)
+    span = parse_params({"prepare": {"dgemm": {"train_sizes": " 192 .. 320 "}}}).prepare.dgemm.train_sizes
+    assert len(span) == 129 - len(EVAL_SIZES) and not set(span) & set(EVAL_SIZES)
+    assert parse_params({"prepare": {"dgemm": {"train_sizes": "64..64"}}}).prepare.dgemm.train_sizes == (64,)
+    for bad in ("320..192", "192-320", "a..b", "192..", ""):
+        with pytest.raises(ConfigError, match="span \"A..B\" with A <= B"):
+            parse_params({"prepare": {"dgemm": {"train_sizes": bad}}})
+    # a span the eval sizes cover, or one leaving 16..4096, is refused as any list of sizes would be
+    for bad, eval_sizes in (("208..208", [208]), ("8..20", [300])):
+        with pytest.raises(ConfigError, match="distinct matrix sizes in 16..4096"):
+            parse_params({"prepare": {"dgemm": {"train_sizes": bad, "eval_sizes": eval_sizes}}})
+
+
 def test_kind_weights_come_from_the_params_and_are_checked() -> None:
     assert parse_params({}).prepare.dgemm.kind_weights == KIND_WEIGHTS
     assert parse_params({"prepare": {"dgemm": {"kind_weights": dict(KIND_WEIGHTS, packed=80)}}}).prepare.dgemm \
