@@ -66,7 +66,10 @@ def test_sizes_come_from_the_params_and_are_checked() -> None:
     for sizes in (TRAIN_SIZES, EVAL_SIZES):
         assert abs(sum(n ** 3 for n in sizes) / len(sizes) / 256 ** 3 - 1) < 0.1
     with pytest.raises(ConfigError, match="must be disjoint.*both hold \\[256\\]"):
-        parse_params({"prepare": {"dgemm": {"eval_sizes": [256, 300]}}})
+        parse_params({"prepare": {"dgemm": {"train_sizes": [192, 256], "eval_sizes": [256, 300]}}})
+    # eval sizes alone: the default train span less those
+    moved = parse_params({"prepare": {"dgemm": {"eval_sizes": [256, 300]}}}).prepare.dgemm.train_sizes
+    assert moved == tuple(n for n in range(192, 321) if n not in (256, 300))
     for bad in ([], [64, 64], [8]):
         with pytest.raises(ConfigError, match="distinct matrix sizes in 16..4096"):
             parse_params({"prepare": {"dgemm": {"train_sizes": bad}}})
