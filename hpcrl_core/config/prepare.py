@@ -35,8 +35,13 @@ def size_span(spec: str, exclude: Sequence[int] = ()) -> tuple[int, ...]:
     if not m or int(m.group(1)) > int(m.group(2)):
         raise ValueError(f"train_sizes: give a list of sizes or a span \"A..B\" with A <= B (every n from A to B "
                          f"but the eval sizes); got {spec!r}")
+    return sizes_between(int(m.group(1)), int(m.group(2)), exclude)
+
+
+def sizes_between(low: int, high: int, exclude: Sequence[int] = ()) -> tuple[int, ...]:
+    """Every n from ``low`` to ``high``, both included, except ``exclude``."""
     skip = set(exclude)
-    return tuple(n for n in range(int(m.group(1)), int(m.group(2)) + 1) if n not in skip)
+    return tuple(n for n in range(low, high + 1) if n not in skip)
 
 
 # Matrix sizes of the DGEMM problems. A prompt asks for its problem's n and rewards and evaluation time the kernel at
@@ -100,10 +105,11 @@ class DgemmPrepParams(Section):
     def _train_span(cls, data: Any) -> Any:
         # train_sizes "A..B": every size of the span the eval sizes leave, so n varies as densely as a user's would;
         # unset, the default span less whichever eval sizes are given
-        if isinstance(data, dict) and isinstance(data.get("train_sizes", TRAIN_SPAN), str):
+        spec = data.get("train_sizes", TRAIN_SPAN) if isinstance(data, dict) else None
+        if isinstance(spec, str):
             held = data.get("eval_sizes", EVAL_SIZES)
             exclude = [n for n in held if isinstance(n, int)] if isinstance(held, (list, tuple)) else []
-            data = {**data, "train_sizes": size_span(data.get("train_sizes", TRAIN_SPAN), exclude)}
+            data = {**data, "train_sizes": size_span(spec, exclude)}
         return data
 
     @field_validator("train_sizes", "eval_sizes")

@@ -14,6 +14,7 @@ from datasets import Dataset
 
 from hpcrl_core.algorithms.sqd import SQDCurriculum, problems_from_records
 from hpcrl_core.config import Params
+from hpcrl_core.config.prepare import sizes_between
 from hpcrl_core.data.dgemm.problems import problem_prompt
 from hpcrl_core.data.schema import read_jsonl
 from hpcrl_core.errors import DataError
@@ -59,6 +60,5 @@ def visit_sizes(params: Params) -> tuple[int, ...]:
     if which == "train":
         return tuple(train)
     if which == "span":
-        held_out = set(params.prepare.dgemm.eval_sizes)
-        return tuple(n for n in range(min(train), max(train) + 1) if n not in held_out)
+        return sizes_between(min(train), max(train), params.prepare.dgemm.eval_sizes)
     return ()
