@@ -171,6 +171,17 @@ class Engine:
             h.update(b"\0")
         return h.hexdigest()
 
+    def object_key(self, obj: bytes, n: int, cores_per_slot: int) -> str:
+        """Cache key of (the compiled kernel object's bytes, n, slot size, engine params): kernels whose source
+        differs but whose machine code does not (an unused ``#include``, a renamed local, a reordered declaration)
+        share it, so they share one figure instead of two timings that differ by the host's noise."""
+        h = hashlib.sha256(b"object\0")
+        h.update(obj)
+        for part in (str(n), str(cores_per_slot), self._context):
+            h.update(b"\0")
+            h.update(part.encode("utf-8", "surrogatepass"))
+        return h.hexdigest()
+
     def run(self, completion: str | bytes, cores: Sequence[int], n: int | None = None) -> BenchResult:
         """Benchmark one completion on the given cores, held machine-wide for the whole job.
 
@@ -208,6 +219,7 @@ class Engine:
             return failure(Status(linked.kind), linked.detail, compile_s=seconds, **base)
         os.chmod(exe, 0o755)
         base["compile_s"] = seconds
+        base["object_key"] = self.object_key(obj.read_bytes(), int(base["n"]), len(cores))
         return exe
 
     def _time(self, work: Path, exe: Path, n: int, cores: tuple[int, ...], base: dict) -> BenchResult:
@@ -355,29 +367,54 @@ class Kernel:
         self.runs += 1
         return dataclasses.replace(result, extra={**result.extra, "slot_wait_s": round(waited, 4)})
 
-    def _run(self, cores: tuple[int, ...]) -> BenchResult:
+    def build(self, cores: Sequence[int]) -> BenchResult | None:
+        """Screen, compile and link the kernel on ``cores`` (held machine-wide), once: the failure that stopped it,
+        or None once it is linked (``object_key`` is then known). ``run`` builds on its own when this was not
+        called."""
+        with self.engine.locks.hold(tuple(cores)):
+            return self._build(tuple(cores))
+
+    @property
+    def object_key(self) -> str:
+        """``Engine.object_key`` of the built kernel; "" before a successful build."""
+        return str(self._base.get("object_key", "")) if self._exe is not None else ""
+
+    @property
+    def base(self) -> dict:
+        """What the build learned of the kernel (cache key, techniques, compile seconds, object key)."""
+        return dict(self._base)
+
+    def _build(self, cores: tuple[int, ...]) -> BenchResult | None:
         eng = self.engine
         if self._failed is not None:
             return self._failed
         if self._closed:
-            raise RuntimeError("Kernel.run after close")
-        if self._completion is not None:
-            completion, self._completion = self._completion, None
-            base = {"n": self.n, "cores": cores, "isolation": eng.isolation.names}
-            ex = extract_code(completion, eng.params.max_code_bytes)
-            if ex.code is None:
-                self._failed = failure(Status.FORMAT_VIOLATION, ex.error or "no code", **base)
-                return self._failed
-            base["key"] = eng.key(ex.code, self.n, len(cores))
-            self._work = Path(tempfile.mkdtemp(prefix="job-", dir=eng.scratch))
-            os.chmod(self._work, 0o755)
-            built = eng._build(self._work, ex.code, cores, base)
-            if isinstance(built, BenchResult):
-                self._failed = built
-                shutil.rmtree(self._work, ignore_errors=True)
-                self._work = None
-                return built
-            self._exe, self._digest, self._base = built, _digest(built), base
+            raise RuntimeError("Kernel used after close")
+        if self._completion is None:
+            return None
+        completion, self._completion = self._completion, None
+        base = {"n": self.n, "cores": cores, "isolation": eng.isolation.names}
+        ex = extract_code(completion, eng.params.max_code_bytes)
+        if ex.code is None:
+            self._failed = failure(Status.FORMAT_VIOLATION, ex.error or "no code", **base)
+            return self._failed
+        base["key"] = eng.key(ex.code, self.n, len(cores))
+        self._work = Path(tempfile.mkdtemp(prefix="job-", dir=eng.scratch))
+        os.chmod(self._work, 0o755)
+        built = eng._build(self._work, ex.code, cores, base)
+        if isinstance(built, BenchResult):
+            self._failed = built
+            shutil.rmtree(self._work, ignore_errors=True)
+            self._work = None
+            return built
+        self._exe, self._digest, self._base = built, _digest(built), base
+        return None
+
+    def _run(self, cores: tuple[int, ...]) -> BenchResult:
+        failed = self._build(cores)
+        if failed is not None:
+            return failed
+        eng = self.engine
         assert self._work is not None and self._exe is not None
         if self.runs:
             shutil.rmtree(self._work / "tmp", ignore_errors=True)

@@ -16,7 +16,9 @@ A figure is the best of ``timing.fresh_runs`` runs of the kernel in fresh proces
 host rarely covers them all (a run that fails decides the result at once; ``best_of`` keeps the fastest undisturbed
 figure). A figure the engine marked disturbed (a busy host) is cached but measured again when the same kernel comes
 back, up to three times, keeping the figure taken nearest full host speed. Identical kernels in flight share one
-job; finished ones come from the cache. A ``BenchInfraError`` is set on the future (and raised by ``result()``),
+job; finished ones come from the cache. A kernel that misses the cache is built, and if its compiled object
+already has a figure (``Engine.object_key``: same machine code, another source) it takes that figure untimed;
+if another job is timing that object now, it waits in the queue for the figure (docs/bench.md, "Cache"). A ``BenchInfraError`` is set on the future (and raised by ``result()``),
 never turned into a result.
 
 Test: ``pytest tests/bench/test_executor.py``.
@@ -227,6 +229,7 @@ class LocalExecutor:
         self.slots = make_slots(available, cores_per_slot or p.cores_per_slot)
         self._queue = _JobQueue()
         self._inflight: dict[str, Future[BenchResult]] = {}
+        self._objects: set[str] = set()  # object keys a job is timing now (``_measure``)
         self._lock = threading.Lock()
         self._closing = False
         self.completed = 0
@@ -262,22 +265,71 @@ class LocalExecutor:
             -> Callable[[tuple[int, ...]], BenchResult | _Again]:
         """The job that measures one kernel: one fresh run per call (the first builds the kernel, the later ones
         time the same linked program), ``_AGAIN`` until ``fresh_runs`` are taken (or one failed), then their
-        ``best_of``, weighed against a disturbed cached figure being measured again."""
+        ``best_of``, weighed against a disturbed cached figure being measured again. Once built, a kernel whose
+        machine code has a figure already (``Engine.object_key``, in the cache) takes that figure and is not timed;
+        one whose machine code another job is timing right now waits behind the queue for that figure."""
         want = self.engine.params.timing.fresh_runs
         kernel = self.engine.prepare(completion, n)
         taken: list[BenchResult] = []
+        owned: list[str] = []  # the object key this job claimed for timing
 
         def run(slot: tuple[int, ...]) -> BenchResult | _Again:
             try:
+                if not taken and not owned:
+                    failed = kernel.build(slot)
+                    if failed is not None:
+                        kernel.close()
+                        return failed
+                    same = self._same_object(kernel, hit)
+                    if same is not None:
+                        kernel.close()
+                        return same
+                    if self._object_busy(kernel.object_key):
+                        return _AGAIN
+                    owned.append(kernel.object_key)
                 taken.append(kernel.run(slot))
             except BaseException:
                 kernel.close()
+                self._release_object(owned)
                 raise
             if taken[-1].ok and len(taken) < want:
                 return _AGAIN
-            kernel.close()
+            kernel.close()  # the claim on its object key ends once its figure is cached (``_work``)
             return _better(hit, best_of(taken))
         return run
+
+    def _same_object(self, kernel: Any, hit: BenchResult | None) -> BenchResult | None:
+        """The cached figure of the built kernel's machine code, as this kernel's result (its own source key,
+        techniques and build time), or None: no cache, no figure, or one that is to be measured again. Not when the
+        kernel's own figure is being measured again (``hit``): that one is timed."""
+        okey = kernel.object_key
+        if not okey or hit is not None or self.cache is None or not self.engine.params.cache:
+            return None
+        same = self.cache.get(okey)
+        if same is None or measure_again(same):
+            return None
+        base = kernel.base
+        return dataclasses.replace(same, key=base["key"], techniques=base.get("techniques", same.techniques),
+                                   compile_s=float(base.get("compile_s", 0.0)), cached=True,
+                                   extra={**{k: v for k, v in same.extra.items() if k != "timed_as"},
+                                          "same_object": same.extra.get("timed_as", "")})
+
+    def _object_busy(self, okey: str) -> bool:
+        """Whether another job is timing this machine code now (then this one waits for its figure, unless the
+        executor is closing or nothing caches figures); otherwise this job claims it."""
+        if not okey or self.cache is None or not self.engine.params.cache:
+            return False
+        with self._lock:
+            if okey in self._objects and not self._closing:
+                return True
+            self._objects.add(okey)
+            return False
+
+    def _release_object(self, owned: list[str]) -> None:
+        with self._lock:
+            for okey in owned:
+                self._objects.discard(okey)
+            owned.clear()
 
     def submit_on_slot(self, fn: Callable[[tuple[int, ...]], T]) -> Future[T]:
         """Run ``fn(slot_cores)`` on the next free slot, exclusively (e.g. a reference measurement)."""
@@ -324,9 +376,18 @@ class LocalExecutor:
                         break
                 if isinstance(result, _Again):  # its next fresh run waits in the queue
                     continue
-                if key is not None and self.cache is not None and self.engine.params.cache \
-                        and result.status is not Status.TIMEOUT:
-                    self.cache.put(result)
+                own_object = isinstance(result, BenchResult) and bool(result.object_key) \
+                    and "same_object" not in result.extra  # timed here: its job claimed the object key
+                try:
+                    if key is not None and self.cache is not None and self.engine.params.cache \
+                            and result.status is not Status.TIMEOUT:
+                        self.cache.put(result)
+                        if own_object:
+                            self.cache.put(dataclasses.replace(result, key=result.object_key,
+                                                               extra={**result.extra, "timed_as": result.key}))
+                finally:
+                    if own_object:
+                        self._release_object([result.object_key])
             except BaseException as err:  # infrastructure faults travel to the caller, never become rewards
                 error = err
             # the bookkeeping is done before the caller wakes: one who reads ``completed`` after its result sees it

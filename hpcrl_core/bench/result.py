@@ -49,6 +49,8 @@ class BenchResult:
         cores: CPU cores of the slot the run owned.
         cached: whether this came from the result cache.
         key: the cache key of (normalised code, n, flags, compiler, harness, node, engine params).
+        object_key: the cache key of the compiled kernel object (its bytes, n, slot size, engine params), once it
+            was built: kernels with the same machine code share one figure (``Engine.object_key``).
     """
 
     status: Status
@@ -68,6 +70,7 @@ class BenchResult:
     cores: tuple[int, ...] = ()
     cached: bool = False
     key: str = ""
+    object_key: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -141,6 +141,11 @@ def test_a_disturbed_figure_is_measured_again_and_the_one_nearest_full_speed_kep
         def prepare(self, completion: str, n: int) -> _E:
             return self
 
+        object_key = ""  # no machine code to share a figure by
+
+        def build(self, slot: tuple[int, ...]) -> None:
+            return None
+
         def run(self, slot: tuple[int, ...]) -> BenchResult:
             g, slowdown, disturbed = next(figures)
             return BenchResult(status=Status.OK, n=64, gflops=g, key="k", disturbed=disturbed,

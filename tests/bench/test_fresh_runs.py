@@ -94,6 +94,16 @@ class _ScriptedKernel:
     def __init__(self, engine: _ScriptedEngine, completion: str, n: int | None) -> None:
         self.engine, self.completion, self.n, self.closed = engine, completion, n, False
 
+    object_key = ""  # no machine code to share a figure by (``test_same_object.py`` scripts one)
+
+    def build(self, cores: tuple[int, ...]) -> BenchResult | None:
+        assert not self.closed
+        return None
+
+    @property
+    def base(self) -> dict:
+        return {"key": self.engine.key(extract_code(self.completion, 1 << 20).code or "", self.n or 0, 1)}
+
     def run(self, cores: tuple[int, ...]) -> BenchResult:
         assert not self.closed
         return self.engine.run(self.completion, cores, self.n)
