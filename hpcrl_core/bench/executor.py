@@ -18,8 +18,8 @@ figure). A figure the engine marked disturbed (a busy host) is cached but measur
 back, up to three times, keeping the figure taken nearest full host speed. Identical kernels in flight share one
 job; finished ones come from the cache. A kernel that misses the cache is built, and if its compiled object
 already has a figure (``Engine.object_key``: same machine code, another source) it takes that figure untimed;
-if another job is timing that object now, it waits in the queue for the figure (docs/bench.md, "Cache"). A ``BenchInfraError`` is set on the future (and raised by ``result()``),
-never turned into a result.
+if another job is timing that object now, it waits in the queue for the figure (docs/bench.md, "Cache"). A
+``BenchInfraError`` is set on the future (and raised by ``result()``), never turned into a result.
 
 Test: ``pytest tests/bench/test_executor.py``.
 """
@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar, cast
 
 from hpcrl_core.bench.cache import ResultCache
-from hpcrl_core.bench.engine import Engine
+from hpcrl_core.bench.engine import Engine, Kernel
 from hpcrl_core.bench.extract import extract_code
 from hpcrl_core.bench.result import BenchResult, Status
 from hpcrl_core.config import BenchParams, Settings
@@ -298,7 +298,7 @@ class LocalExecutor:
             return _better(hit, best_of(taken))
         return run
 
-    def _same_object(self, kernel: Any, hit: BenchResult | None) -> BenchResult | None:
+    def _same_object(self, kernel: Kernel, hit: BenchResult | None) -> BenchResult | None:
         """The cached figure of the built kernel's machine code, as this kernel's result (its own source key,
         techniques and build time), or None: no cache, no figure, or one that is to be measured again. Not when the
         kernel's own figure is being measured again (``hit``): that one is timed."""
