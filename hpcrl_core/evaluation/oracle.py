@@ -29,7 +29,9 @@ Definitions (``docs/sqd.md``, "The held-out evaluation"):
   with a 90% gap, so ``headroom_closed_weighted`` weighs each counted problem's share by its gap, in units of its
   oracle: sum((model - baseline) / oracle) / sum((oracle - baseline) / oracle), the share of the summed headroom the
   model closed. A problem with no headroom to speak of then moves it by what the model gained or lost there, as a
-  fraction of the oracle, not by that over a near-zero gap.
+  fraction of the oracle, not by that over a near-zero gap. Kernels that compile to the same object share one figure
+  (docs/bench.md, "Cache"), so two models that wrote one kernel in two spellings tie instead of differing by the
+  timing's noise; different kernels of nearly equal speed still differ by it.
 - **distinct kernels**: distinct verified sources over all samples of a model, compared as the engine's cache does
   (``normalise_code``: comments dropped, whitespace collapsed). The oracle block's ``distinct_kernels`` counts the
   distinct oracle kernels over the problems: a policy that wrote exactly the oracle everywhere would count that many.
