@@ -41,7 +41,7 @@ def _row(name: str, r: BenchResult, reward: float | None, peak: float | None) ->
             "cores": list(r.cores), "cached": r.cached, "disturbed": r.disturbed,
             "gflops_median": r.extra.get("gflops_median"), "host_slowdown": r.extra.get("host_slowdown"),
             "handshake_s": r.extra.get("handshake_s"), "slot_wait_s": r.extra.get("slot_wait_s"),
-            "gflops_runs": r.extra.get("gflops_runs")}
+            "gflops_runs": r.extra.get("gflops_runs"), "same_object": r.extra.get("same_object")}
 
 
 def _fmt(v: Any, spec: str) -> str:
@@ -66,6 +66,8 @@ def _table(title: str, rows: Sequence[dict[str, Any]]) -> str:
         if r["status"] == "ok" and len(runs) > 1:
             lines.append(f"{'':<22} fresh runs: {', '.join(_fmt(g, '.2f') for g in runs)} GFLOPS "
                          "(the figure is the fastest undisturbed one)")
+        if r.get("same_object"):
+            lines.append(f"{'':<22} same machine code as a kernel timed before: its figure, not a new timing")
         if r.get("disturbed"):
             lines.append(f"{'':<22} disturbed: the host ran at 1/{r.get('host_slowdown') or 0:.2f} of its speed or "
                          f"others used the slot ({_fmt(r.get('foreign_load'), '.0%')}); measured again next time")

@@ -62,6 +62,22 @@ def test_bench_table_shows_every_fresh_run(project: Path, capsys: pytest.Capture
 
 
 @pytest.mark.integration
+def test_bench_says_when_a_kernel_took_the_figure_of_its_machine_code(
+        project: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HPCRL_CACHE_DIR", str(tmp_path / "own-cache"))  # no figure from another test
+    first, second = project / "first.c", project / "second.c"
+    first.write_text(GOOD)
+    second.write_text("#include <stddef.h>\n" + GOOD)  # an include that compiles to nothing
+    assert main(["bench", str(first), str(second), "--json", "--params", str(project / "params.yaml")]) == 0
+    rows = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
+    assert rows[0]["same_object"] is None and rows[1]["same_object"]
+    assert rows[1]["gflops"] == rows[0]["gflops"] and rows[1]["cached"]
+    (project / "third.c").write_text("#include <string.h>\n" + GOOD)
+    assert main(["bench", str(project / "third.c"), "--params", str(project / "params.yaml")]) == 0
+    assert "same machine code as a kernel timed before" in capsys.readouterr().out
+
+
+@pytest.mark.integration
 def test_bench_reference_table(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     report = project / "reports" / "node_reference.json"
     assert main(["bench", "--reference", "--params", str(project / "params.yaml"), "--report", str(report)]) == 0

@@ -68,7 +68,7 @@ class RLDgemmParams(Section):
     num_generations: int = Field(8, ge=2, le=1024)  # G: completions per problem (one group)
     gradient_accumulation_steps: int = Field(1, ge=1, le=4096)
     temperature: float = Field(0.5, gt=0, le=5)
-    beta: float = Field(0.5, ge=0, le=100)  # KL coefficient against the frozen SFT model (advantages in reward units)
+    beta: float = Field(2.0, ge=0, le=100)  # KL coefficient against the frozen SFT model (advantages in reward units)
     loss_type: str = "dapo"  # one of TRL GRPOConfig's loss types (checked against the installed TRL)
     # advantages: reward - group mean, divided by the group's std (group), the batch's std (batch) or not (none)
     scale_rewards: ScaleRewards = "none"

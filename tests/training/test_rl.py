@@ -49,8 +49,8 @@ def rl_params(**rl: Any) -> Params:
 
 
 def test_config_from_params_and_passthrough(tmp_path: Path) -> None:
-    cfg = grpo_config(rl_params(trl={"epsilon_high": 0.28}).rl_dgemm, tmp_path, [])
-    assert cfg.num_generations == 2 and cfg.beta == 0.5 and cfg.loss_type == "dapo" and cfg.epsilon_high == 0.28
+    cfg = grpo_config(rl_params(beta=1.5, trl={"epsilon_high": 0.28}).rl_dgemm, tmp_path, [])
+    assert cfg.num_generations == 2 and cfg.beta == 1.5 and cfg.loss_type == "dapo" and cfg.epsilon_high == 0.28
     with pytest.raises(ConfigError) as err:
         check_trl_options({"num_generation": 4, "beta": 0.1})
     msg = str(err.value)
