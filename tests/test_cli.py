@@ -70,8 +70,10 @@ def test_bench_says_when_a_kernel_took_the_figure_of_its_machine_code(
     second.write_text("#include <stddef.h>\n" + GOOD)  # an include that compiles to nothing
     assert main(["bench", str(first), str(second), "--json", "--params", str(project / "params.yaml")]) == 0
     rows = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
-    assert rows[0]["same_object"] is None and rows[1]["same_object"]
-    assert rows[1]["gflops"] == rows[0]["gflops"] and rows[1]["cached"]
+    # both are built at once on two slots: whichever claims the object first is timed, the other takes its figure
+    timed, took = sorted(rows, key=lambda r: r["same_object"] is not None)
+    assert timed["same_object"] is None and took["same_object"] and took["cached"]
+    assert took["gflops"] == timed["gflops"]
     (project / "third.c").write_text("#include <string.h>\n" + GOOD)
     assert main(["bench", str(project / "third.c"), "--params", str(project / "params.yaml")]) == 0
     assert "same machine code as a kernel timed before" in capsys.readouterr().out
