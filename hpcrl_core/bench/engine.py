@@ -174,13 +174,9 @@ class Engine:
     def object_key(self, obj: bytes, n: int, cores_per_slot: int) -> str:
         """Cache key of (the compiled kernel object's bytes, n, slot size, engine params): kernels whose source
         differs but whose machine code does not (an unused ``#include``, a renamed local, a reordered declaration)
-        share it, so they share one figure instead of two timings that differ by the host's noise."""
-        h = hashlib.sha256(b"object\0")
-        h.update(obj)
-        for part in (str(n), str(cores_per_slot), self._context):
-            h.update(b"\0")
-            h.update(part.encode("utf-8", "surrogatepass"))
-        return h.hexdigest()
+        share it, so they share one figure instead of two timings that differ by the host's noise. ``key`` with the
+        object's digest in place of the code, so the two keys are built alike."""
+        return self.key("object:" + hashlib.sha256(obj).hexdigest(), n, cores_per_slot)
 
     def run(self, completion: str | bytes, cores: Sequence[int], n: int | None = None) -> BenchResult:
         """Benchmark one completion on the given cores, held machine-wide for the whole job.
