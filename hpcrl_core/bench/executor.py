@@ -280,12 +280,15 @@ class LocalExecutor:
                     if failed is not None:
                         kernel.close()
                         return failed
-                    same = self._same_object(kernel, hit)
-                    if same is not None:
-                        kernel.close()
-                        return same
                     if self._object_busy(kernel.object_key):
                         return _AGAIN
+                    # claimed (or nothing to claim): the cache is read only now, so a figure that a job put there
+                    # just before releasing its claim is seen, not timed a second time
+                    same = self._same_object(kernel, hit)
+                    if same is not None:
+                        self._release_object([kernel.object_key])
+                        kernel.close()
+                        return same
                     owned.append(kernel.object_key)
                 taken.append(kernel.run(slot))
             except BaseException:
@@ -316,7 +319,8 @@ class LocalExecutor:
 
     def _object_busy(self, okey: str) -> bool:
         """Whether another job is timing this machine code now (then this one waits for its figure, unless the
-        executor is closing or nothing caches figures); otherwise this job claims it."""
+        executor is closing or nothing caches figures); otherwise this job claims it. A job puts its figure in the
+        cache before it releases its claim (``_work``), so one that claims next and then reads the cache finds it."""
         if not okey or self.cache is None or not self.engine.params.cache:
             return False
         with self._lock:

@@ -145,3 +145,23 @@ def test_a_disturbed_figure_is_not_shared_and_a_timeout_frees_the_object(tmp_pat
     assert d1.disturbed and d2.gflops == 7.0 and "same_object" not in d2.extra
     assert t1.status is Status.TIMEOUT and t2.gflops == 4.0
     assert eng.order == ["d.1", "d.2", "t.1", "t.2"]
+
+
+def test_a_figure_cached_just_before_the_claim_is_taken_not_timed_again(tmp_path: Path) -> None:
+    # the interleaving that timed one machine code twice: a job that found no figure and no claim, while the job
+    # timing that object put its figure and released its claim in between; here the put lands right before the
+    # claim is asked for, so the figure must be read after claiming
+    eng = _ObjectEngine(tmp_path, 1, {"z.2": [_ok(99.0)]})
+    cache = ResultCache(tmp_path / "c.sqlite")
+    timed = dataclasses.replace(_ok(8.0), key="object:z", object_key="object:z", extra={"timed_as": "z1-key"})
+    with LocalExecutor(eng, cache, cores=[0]) as ex:  # type: ignore[arg-type]
+        claim = ex._object_busy
+
+        def put_then_claim(okey: str) -> bool:
+            cache.put(timed)  # the other job's figure, put just before it released its claim
+            return claim(okey)
+
+        ex._object_busy = put_then_claim  # type: ignore[method-assign]
+        z2 = ex.submit(_kernel("z.2")).result()
+    assert eng.order == [] and z2.gflops == 8.0 and z2.extra["same_object"] == "z1-key"
+    assert not ex._objects  # the claim taken to read the cache was given back
