@@ -95,6 +95,10 @@ class RLDgemmParams(Section):
     # kind ("fields"): no plan that joins two kinds' descriptions; the code after it is free (docs/sqd.md); "none"
     # with trl.use_vllm
     plan_vocabulary: PlanVocabulary = "corpus"
+    # gamma: each step adds gamma x the mean token NLL of sft_anchor_batch SFT records of data/dgemm/train.jsonl to
+    # the loss, so the corpus's kernels stay likely where RL samples nothing (docs/sqd.md, "The SFT anchor"); 0: off
+    sft_anchor: float = Field(0.0, ge=0.0, le=1000.0)
+    sft_anchor_batch: int = Field(8, ge=1, le=4096)  # SFT records per micro-batch for the anchor
     rewards: tuple[str, ...] = ("dgemm_gflops",)  # names in hpcrl_core.rewards.REWARDS; summed with equal weight
     save_steps: int = Field(10, ge=1, le=10_000_000)
     save_total_limit: int = Field(2, ge=1, le=1000)

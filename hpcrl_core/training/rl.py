@@ -79,6 +79,7 @@ from hpcrl_core.training.checkpoints import (
     save_policy,
 )
 from hpcrl_core.training.mlflow_callback import use_hpcrl_mlflow
+from hpcrl_core.training.rl_anchor import SFTAnchor, anchor_records
 from hpcrl_core.training.rl_curriculum import load_curriculum, rendered_columns, rl_dataset
 from hpcrl_core.training.trl_options import check_passthrough, grpo_options, trl_version
 
@@ -89,7 +90,7 @@ FINAL_DIR = "final"
 OWNED_FIELDS: dict[str, str] = {
     **{name: f"rl_dgemm.{name}" for name in RLDgemmParams.model_fields
        if name not in ("trl", "warmup_ratio", "problems", "rewards", "sqd", "elite_replay",
-                       "elite_replay_behind", "plan_novelty")},
+                       "elite_replay_behind", "plan_novelty", "sft_anchor", "sft_anchor_batch")},
     "warmup_steps": "rl_dgemm.warmup_ratio",
     "output_dir": "the stage's output folder (checkpoints/rl_dgemm)",
     "report_to": "the flow (report_to argument)",
@@ -186,9 +187,10 @@ class SQDGRPOTrainer(GRPOTrainer):
                  elite_replay_behind: float | None = None, plan_novelty: float = 0.0,
                  kind_needs: Mapping[str, frozenset[Technique]] | None = None,
                  kind_texts: Mapping[str, Sequence[str]] | None = None, seed: int = 0, fence_given: bool = False,
-                 plan_vocabulary: OpeningVocabulary | None = None, **kwargs: Any) -> None:
+                 plan_vocabulary: OpeningVocabulary | None = None, anchor: SFTAnchor | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.rollouts = rollouts
+        self.rollouts, self.anchor = rollouts, anchor
         self.elite_replay, self.elite_replay_behind, self.seed = elite_replay, elite_replay_behind, seed
         self.plan_novelty, self.kind_needs = plan_novelty, dict(kind_needs or {})
         tokenizer = cast(PreTrainedTokenizerBase, self.processing_class)
@@ -234,6 +236,19 @@ class SQDGRPOTrainer(GRPOTrainer):
         for name, value in metrics.items():
             self._metrics["train" if training else "eval"][name].append(float(value))
         return out
+
+    def compute_loss(self, model: Any, inputs: Any, return_outputs: bool = False,
+                     num_items_in_batch: Any = None) -> Any:
+        """TRL's GRPO loss; with ``rl_dgemm.sft_anchor`` in training, plus gamma x the SFT anchor's token NLL
+        (scaled per micro-batch as TRL scales its own loss), logged as ``anchor/nll``."""
+        loss = super().compute_loss(model, inputs, return_outputs=return_outputs,
+                                    num_items_in_batch=num_items_in_batch)
+        if self.anchor is None or not model.training:
+            return loss
+        accumulation = int(self.current_gradient_accumulation_steps)
+        nll = self.anchor.nll(model, int(self.state.global_step), int(self._step) % accumulation)
+        self._metrics["train"]["anchor/nll"].append(float(nll.detach()))
+        return loss + self.anchor.weight * nll / accumulation
 
     def _generate_single_turn(self, prompt_ids: Any, images: Any, multimodal_fields: Any, num_generations: int,
                               has_tool_images: bool = False) -> tuple[Any, Any]:
@@ -327,11 +342,14 @@ def build_rl_trainer(params: Params, data_dir: Path, sft_dir: Path, output_dir: 
         ctx = RewardContext(params=params, executor=executor, reference=reference, observer=rollouts,
                             group_size=rp.num_generations)
         funcs = [factory(ctx) for factory in factories]
+        anchor = (SFTAnchor(anchor_records(data_dir / "dgemm" / "train.jsonl", tokenizer, params.sft.max_length),
+                            rp.sft_anchor, rp.sft_anchor_batch, rp.seed, int(tokenizer.pad_token_id or 0))
+                  if rp.sft_anchor > 0 else None)
         trainer = SQDGRPOTrainer(model=model, reward_funcs=funcs, args=args, train_dataset=dataset,
                                  processing_class=tokenizer, rollouts=rollouts, elite_replay=rp.elite_replay,
                                  elite_replay_behind=rp.elite_replay_behind, plan_novelty=rp.plan_novelty,
                                  kind_needs=needs, kind_texts=kind_texts, seed=rp.seed, fence_given=rp.fence_given,
-                                 plan_vocabulary=vocab)
+                                 plan_vocabulary=vocab, anchor=anchor)
         use_hpcrl_mlflow(trainer)
     except BaseException:
         executor.close()  # the trainer refused: nothing else would stop the executor's workers
