@@ -33,7 +33,9 @@ from tests.helpers import public_tmp
 pytestmark = pytest.mark.integration
 
 # a client on the agents backend: N distinct correct kernels at n = 96 that each take a few seconds (the product is
-# computed 300 times per call), so that a kill lands while one is timed; prints one JSON line of what came back
+# computed 300 + k times per call), so that a kill lands while one is timed; prints one JSON line of what came back.
+# k is in the repeat count, so each kernel compiles to its own machine code: kernels with one machine code share
+# one figure (docs/bench.md, "Cache") and would come back at once instead of being timed
 CLIENT = textwrap.dedent("""
     import json, sys
     from hpcrl_core.config import load_params, Settings
@@ -41,9 +43,9 @@ CLIENT = textwrap.dedent("""
     params = load_params(sys.argv[1])
     count, cores_per_slot = int(sys.argv[2]), int(sys.argv[3])
     first = int(sys.argv[4]) if len(sys.argv) > 4 else 0
-    kernel = ("void dgemm(int n, const double *A, const double *B, double *C) {{ for (int r = 0; r < 300; r++) "
-              "for (int i = 0; i < n; i++) for (int j = 0; j < n; j++) {{ double s = 0.0 * {k}; "
-              "for (int k = 0; k < n; k++) s += A[i*n+k] * B[k*n+j]; C[i*n+j] = s; }} }}")
+    kernel = ("void dgemm(int n, const double *A, const double *B, double *C) {{ "
+              "for (int r = 0; r < 300 + {k}; r++) for (int i = 0; i < n; i++) for (int j = 0; j < n; j++) {{ "
+              "double s = 0.0; for (int k = 0; k < n; k++) s += A[i*n+k] * B[k*n+j]; C[i*n+j] = s; }} }}")
     with AgentsExecutor(params.bench, Settings(), cores_per_slot) as ex:
         results = ex.map([kernel.format(k=k) for k in range(count)])
         completed = ex.completed
