@@ -30,6 +30,7 @@ from transformers import PreTrainedTokenizerBase
 
 from hpcrl_core.data.schema import read_jsonl
 from hpcrl_core.errors import DataError
+from hpcrl_core.training.sft_data import record_ids
 
 IGNORE = -100  # label of the prompt and padding positions: no loss there
 
@@ -56,16 +57,12 @@ def anchor_records(path: Path, tokenizer: PreTrainedTokenizerBase, max_length: i
     for record in read_jsonl(path):
         if not record.completion or not record.response.strip():
             continue
-        prompt: Any = tokenizer.apply_chat_template(record.prompt, tokenize=True, return_dict=True,
-                                                    add_generation_prompt=True)
-        whole: Any = tokenizer.apply_chat_template(record.prompt + record.completion, tokenize=True,
-                                                   return_dict=True)
-        p_ids, ids = list(prompt["input_ids"]), list(whole["input_ids"])
-        if ids[: len(p_ids)] != p_ids or len(ids) <= len(p_ids):
+        ids, prompt = record_ids(record.prompt, record.completion, tokenizer)
+        if len(ids) <= len(prompt) or ids[: len(prompt)] != prompt:
             raise DataError(f"{path}: the chat template renders record {record.id!r} so that its prompt is not a "
                             "prefix of prompt + completion; the anchor cannot tell the completion's tokens apart")
         if len(ids) <= max_length:
-            out.append(AnchorRecord(tuple(ids), len(p_ids)))
+            out.append(AnchorRecord(tuple(ids), len(prompt)))
     if not out:
         raise DataError(f"{path}: no SFT record with a completion of at most {max_length} tokens (sft.max_length) "
                         "for rl_dgemm.sft_anchor; run `dvc repro prepare` or set rl_dgemm.sft_anchor: 0")

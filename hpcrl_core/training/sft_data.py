@@ -82,15 +82,23 @@ def record_tokens(prompt: list[dict[str, str]], completion: list[dict[str, str]]
     return len(rendered["input_ids"])
 
 
+def record_ids(prompt: list[dict[str, str]], completion: list[dict[str, str]],
+               tokenizer: PreTrainedTokenizerBase) -> tuple[list[int], list[int]]:
+    """Token ids of prompt + completion rendered by the chat template, as TRL's SFTTrainer tokenizes them, and those
+    of the prompt alone with its generation prompt (the completion's tokens follow them)."""
+    rendered: Any = tokenizer.apply_chat_template(prompt + completion, tokenize=True, return_dict=True)
+    opening: Any = tokenizer.apply_chat_template(prompt, tokenize=True, return_dict=True, add_generation_prompt=True)
+    return list(rendered["input_ids"]), list(opening["input_ids"])
+
+
 def mean_completion_tokens(dataset: Dataset, tokenizer: PreTrainedTokenizerBase) -> float:
     """Mean tokens of a record's completion (record minus its prompt with the generation prompt), at least 1."""
     if not len(dataset):
         return 1.0
     total = 0
     for row in dataset:
-        prompt: Any = tokenizer.apply_chat_template(row["prompt"], tokenize=True, return_dict=True,
-                                                    add_generation_prompt=True)
-        total += record_tokens(row["prompt"], row["completion"], tokenizer) - len(prompt["input_ids"])
+        ids, prompt = record_ids(row["prompt"], row["completion"], tokenizer)
+        total += len(ids) - len(prompt)
     return max(total / len(dataset), 1.0)
 
 
