@@ -71,14 +71,20 @@ def _default_sources() -> dict[str, tuple[str, ...]]:
 NAIVE_TRANSPOSED = 0.8
 
 
+MIN_PER_KERNEL = 3  # prompts every verified kernel gets before the weighted fill, where problems allow (docs/data.md)
+
+
 class DgemmPrepParams(Section):
-    train_problems: int = Field(960, ge=1, le=100_000)
+    train_problems: int = Field(1440, ge=1, le=100_000)
     eval_problems: int = Field(80, ge=1, le=10_000)
     variants: int = Field(320, ge=1, le=100_000)  # kernel variants generated and benchmarked for the corpus
     train_sizes: tuple[int, ...] = TRAIN_SIZES  # n of train problems (SFT prompts, RL): each kernel is timed at its n
     eval_sizes: tuple[int, ...] = EVAL_SIZES  # n of held-out problems, disjoint from train_sizes
     bench_n: int = Field(256, ge=16, le=4096)  # size at which corpus kernels are verified and timed
     per_kernel: int = Field(4, ge=1, le=100)  # train prompts each verified kernel is paired with
+    # coverage rounds before the weighted fill: every kernel first gets up to this many prompts (scarcest first), so
+    # kernels that use many techniques are not left with one or two (docs/data.md); unset, it is held to per_kernel
+    min_per_kernel: int = Field(MIN_PER_KERNEL, ge=1, le=100)
     kind_weights: dict[str, float] = Field(default_factory=lambda: dict(KIND_WEIGHTS))  # pairing weight per kind
     # each SFT completion opens with "// plan: <kind> <parameters>" before the code, so the policy picks the kernel's
     # design in its first tokens, from the prompt, instead of by whichever #include line is commonest (docs/data.md)
@@ -110,6 +116,8 @@ class DgemmPrepParams(Section):
             held = data.get("eval_sizes", EVAL_SIZES)
             exclude = [n for n in held if isinstance(n, int)] if isinstance(held, (list, tuple)) else []
             data = {**data, "train_sizes": size_span(spec, exclude)}
+        if isinstance(data, dict) and "min_per_kernel" not in data and isinstance(data.get("per_kernel"), int):
+            data = {**data, "min_per_kernel": max(1, min(MIN_PER_KERNEL, data["per_kernel"]))}
         return data
 
     @field_validator("train_sizes", "eval_sizes")
@@ -129,6 +137,13 @@ class DgemmPrepParams(Section):
             raise ValueError(f"give a positive finite weight for every kernel kind ({', '.join(KIND_WEIGHTS)}); "
                              f"unknown: {unknown or '-'}, missing: {missing or '-'}, not positive: {bad or '-'}")
         return v
+
+    @model_validator(mode="after")
+    def _min_per_kernel(self) -> DgemmPrepParams:
+        if self.min_per_kernel > self.per_kernel:
+            raise ValueError(f"min_per_kernel ({self.min_per_kernel}) must not exceed per_kernel ({self.per_kernel}): "
+                             "a kernel gets at most per_kernel prompts")
+        return self
 
     @model_validator(mode="after")
     def _disjoint(self) -> DgemmPrepParams:

@@ -144,7 +144,7 @@ def prepare_dgemm(p: PrepareParams, bench: BenchParams, settings: Settings,
     with local_executor(bench.for_many(d.bench_n), settings) as ex:
         kernels, bench_report = benchmark_variants(variants, ex, d.bench_n, progress=tick)
     records = sft_records(kernels, train_problems, p.seed, d.per_kernel, d.kind_weights, d.plan_line,
-                          d.plan_permitted)
+                          d.plan_permitted, d.min_per_kernel)
     # the house layout can generate fewer variants (corpus.total) than asked for: small variant kinds run out
     extra = {"variants_requested": d.variants, "corpus": bench_report, "gflops": gflops_distribution(kernels),
              "bench_n": d.bench_n, "train_problems": len(train_problems), "eval_problems": len(eval_problems),

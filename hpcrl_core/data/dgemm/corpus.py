@@ -4,16 +4,15 @@
    results are kept, as ``CorpusKernel`` with the techniques the engine *detected* (not the intended ones). A
    report counts failures by status and lists every kernel whose detected techniques differ from the intended.
 2. ``sft_records``: each kernel is paired with up to ``per_kernel`` train problems whose permitted set contains all
-   its detected techniques (never one that forbids a technique it uses). First every kernel gets one problem (the
-   one with the fewest permitted techniques that allows it), so slow kernels stay in the mix; then every remaining
-   problem draws one of its allowed kernels with the weight of the kernel's generator kind (``kind_weights``,
-   ``prepare.dgemm.kind_weights``: faster kinds more often). No timing enters the pairing and every draw is keyed by
-   kernel and problem names (``hpcrl_core.data.stable``), so two nodes that verify the same kernels pair them with
-   the same prompts however their timings differ. A problem is used at most once,
-   so the train problem count bounds the records: with the default stage mix (stage 0 allows only plain kernels,
-   ~4% of variants), about 2.5 problems per variant let every verified kernel in at ``per_kernel`` = 3
-   (400 variants: ~1000 problems give ~750 records; 400 give ~350 records and leave ~110 mid-speed kernels out,
-   with a warning).
+   its detected techniques (never one that forbids a technique it uses). First come ``min_per_kernel`` coverage
+   rounds: each round gives every kernel one more problem (the free one with the fewest permitted techniques that
+   allows it), the kernels with the fewest eligible problems first, so slow kernels stay in the mix and kernels that
+   use many techniques, which only the scarce rich prompts fit, are shown more than once or twice. Then every
+   remaining problem draws one of its allowed kernels with the weight of the kernel's generator kind
+   (``kind_weights``, ``prepare.dgemm.kind_weights``: faster kinds more often). No timing enters the pairing and
+   every draw is keyed by kernel and problem names (``hpcrl_core.data.stable``), so two nodes that verify the same
+   kernels pair them with the same prompts however their timings differ. A problem is used at most once, so the
+   train problem count bounds the records (a warning names kernels left without any).
    With ``plan`` each completion opens with ``plan_line``, the kernel's kind and parameters, so a policy picks the
    design first (docs/data.md).
 3. ``gflops_distribution``: numbers for the data card (the short timings are recorded there, not used).
@@ -129,7 +128,7 @@ def _check_train(problems: Sequence[Problem]) -> None:
 
 
 def _assign(kernels: Sequence[CorpusKernel], problems: Sequence[Problem], seed: int, per_kernel: int,
-            kind_weights: Mapping[str, float]) -> dict[int, int]:
+            kind_weights: Mapping[str, float], min_per_kernel: int = 1) -> dict[int, int]:
     """Problem index -> kernel index (see the module docstring for the two phases).
 
     Every choice is a ``stable_unit`` / ``weighted_key`` of the names involved, never a position in a random stream,
@@ -141,14 +140,18 @@ def _assign(kernels: Sequence[CorpusKernel], problems: Sequence[Problem], seed: 
     chosen: dict[int, int] = {}
     if per_kernel < 1:
         return chosen
-    for ki in sorted(range(len(kernels)), key=lambda i: kernels[i].name):  # coverage: one problem each
-        free = [pi for pi in eligible[ki] if pi not in chosen]
-        if free:
-            tightest = min(len(problems[pi].permitted) for pi in free)
-            pick = min((pi for pi in free if len(problems[pi].permitted) == tightest),
-                       key=lambda pi: stable_unit("dgemm-sft-cover", seed, kernels[ki].name, problems[pi].id))
-            chosen[pick] = ki
-            used[ki] += 1
+    # coverage: round r gives every kernel with fewer than r prompts one more, the kernels with the fewest eligible
+    # problems (those using the most techniques) first, so the scarce rich prompts go to the kernels only they fit
+    order = sorted(range(len(kernels)), key=lambda i: (len(eligible[i]), kernels[i].name))
+    for _ in range(min(min_per_kernel, per_kernel)):
+        for ki in order:
+            free = [pi for pi in eligible[ki] if pi not in chosen]
+            if free:
+                tightest = min(len(problems[pi].permitted) for pi in free)
+                pick = min((pi for pi in free if len(problems[pi].permitted) == tightest),
+                           key=lambda pi: stable_unit("dgemm-sft-cover", seed, kernels[ki].name, problems[pi].id))
+                chosen[pick] = ki
+                used[ki] += 1
     allowed: dict[int, list[int]] = {}
     for ki, pis in enumerate(eligible):
         for pi in pis:
@@ -279,7 +282,8 @@ def permitted_line(problem: Problem) -> str:
 
 
 def sft_records(kernels: Sequence[CorpusKernel], problems: Sequence[Problem], seed: int, per_kernel: int,
-                kind_weights: Mapping[str, float], plan: bool = False, plan_permitted: bool = False) -> list[Record]:
+                kind_weights: Mapping[str, float], plan: bool = False, plan_permitted: bool = False,
+                min_per_kernel: int = 1) -> list[Record]:
     """Pair verified kernels with train problems that permit every technique they use.
 
     Args:
@@ -290,6 +294,8 @@ def sft_records(kernels: Sequence[CorpusKernel], problems: Sequence[Problem], se
         kind_weights: generator kind -> positive draw weight (``prepare.dgemm.kind_weights``).
         plan: open each completion with ``plan_line`` (``prepare.dgemm.plan_line``).
         plan_permitted: put ``permitted_line`` first (``prepare.dgemm.plan_permitted``).
+        min_per_kernel: coverage rounds: every kernel gets up to this many problems (capped at ``per_kernel``)
+            before the weighted fill (``prepare.dgemm.min_per_kernel``).
 
     Returns:
         Records in problem order: the problem's prompt, the kernel in one ```c block as completion. Nothing in them
@@ -304,7 +310,7 @@ def sft_records(kernels: Sequence[CorpusKernel], problems: Sequence[Problem], se
                                                       and math.isfinite(kind_weights[k.kind]))})
     if bad:
         raise DataError(f"kernel kinds without a positive weight in prepare.dgemm.kind_weights: {', '.join(bad)}")
-    chosen = _assign(kernels, problems, seed, per_kernel, kind_weights)
+    chosen = _assign(kernels, problems, seed, per_kernel, kind_weights, min_per_kernel)
     unused = len(kernels) - len(set(chosen.values()))
     if unused:
         log.warning("%d of %d kernels found no free train problem that permits their techniques; "

@@ -134,6 +134,41 @@ def test_sft_records_prefer_heavier_kinds_but_keep_light_ones() -> None:
     assert flipped["light"] > 5 * flipped["heavy"]
 
 
+def test_coverage_rounds_give_the_kernels_only_rich_prompts_fit_their_share_first() -> None:
+    # many plain kernels that every prompt fits, few that need all five techniques (only stage-5 prompts fit them):
+    # with one coverage round the weighted fill hands the rich prompts to the heavy plain kind; with three rounds,
+    # scarcest first, every kernel gets three where the problems allow, and the quota still caps them
+    rich = frozenset(ALL_TECHNIQUES)
+    kernels = [_kernel(f"plain{i}", frozenset(), 1.0, "packed") for i in range(60)]
+    kernels += [_kernel(f"rich{i}", rich, 1.0, "naive") for i in range(6)]
+    problems = make_problems("train", 3, 200)
+    fitting = sum(1 for p in problems if p.permitted == rich)
+    assert 18 <= fitting < 60  # enough stage-5 prompts for three each, not for the plain kernels as well
+    weights = dict(KIND_WEIGHTS, naive=1.0, packed=100.0)
+
+    def uses(min_per_kernel: int) -> Counter[str]:
+        return Counter(r.metadata["kernel_name"]
+                       for r in sft_records(kernels, problems, 3, 4, weights, min_per_kernel=min_per_kernel))
+
+    one, three = uses(1), uses(3)
+    assert min(one[f"rich{i}"] for i in range(6)) < 3
+    assert all(three[k.name] >= 3 for k in kernels), three
+    assert max(three.values()) <= 4
+    assert uses(3) == three  # deterministic
+
+
+def test_coverage_rounds_never_exceed_the_quota_or_the_problems() -> None:
+    for seed in range(20):
+        rng = random.Random(seed)
+        kernels = _random_kernels(rng, rng.randint(1, 30))
+        problems = make_problems("train", seed, rng.randint(1, 80))
+        per_kernel = rng.randint(1, 4)
+        records = sft_records(kernels, problems, seed, per_kernel, KIND_WEIGHTS, min_per_kernel=rng.randint(1, 6))
+        uses = Counter(r.metadata["kernel_name"] for r in records)
+        assert max(uses.values(), default=0) <= per_kernel
+        assert len({r.metadata["problem_id"] for r in records}) == len(records)
+
+
 def test_sft_records_refuse_a_kind_without_a_weight() -> None:
     weights = {k: w for k, w in KIND_WEIGHTS.items() if k != "packed"}
     with pytest.raises(DataError, match="packed"):
