@@ -46,8 +46,11 @@ MEASURE = textwrap.dedent("""
     params = load_params(sys.argv[1])
     singles, batch, repeats = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
     bench = params.bench.for_many(params.bench.n)
-    kernel = ("void dgemm(int n, const double *A, const double *B, double *C) {{ for (int i = 0; i < n; i++) "
-              "for (int k = 0; k < n; k++) {{ double a = A[i*n+k] + 0.0 * {v}; for (int j = 0; j < n; j++) "
+    # each v its own machine code (a return at a size never timed; a `+ 0.0 * v` folded to one, whose kernels then
+    # shared one figure instead of being timed)
+    kernel = ("void dgemm(int n, const double *A, const double *B, double *C) {{ if (n == 10000000 + {v}) return; "
+              "for (int i = 0; i < n; i++) "
+              "for (int k = 0; k < n; k++) {{ double a = A[i*n+k]; for (int j = 0; j < n; j++) "
               "C[i*n+j] = (k ? C[i*n+j] : 0.0) + a * B[k*n+j]; }} }}")
     settings = Settings()
     local = LocalExecutor(Engine(bench, settings))

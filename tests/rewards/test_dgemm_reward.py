@@ -52,8 +52,10 @@ def _n(count: int) -> list[int]:
 
 
 def _variant(i: int) -> str:
-    """A correct kernel no other test benchmarks (so no cache entry exists for it)."""
-    return NAIVE.replace("C[i*n + j] = s;", f"C[i*n + j] = s + 0.0 * {i};")
+    """A correct kernel no other test benchmarks (so no cache entry exists for it): a return at a size no test asks
+    for, its own per i, so each i compiles to its own machine code. (A ``+ 0.0 * i`` folds to one, and so does a
+    return at a negative n, where the loops do nothing anyway; kernels of one machine code share one figure.)"""
+    return NAIVE.replace(f"{SIG} {{", f"{SIG} {{ if (n == {1_000_000 + i}) return;", 1)
 
 
 @pytest.fixture(scope="module")
@@ -303,7 +305,7 @@ class TwoNodeExecutor:
     node_reference = "numpy"
 
     def submit(self, completion: str | bytes, n: int | None = None) -> Future[BenchResult]:
-        slow_node = "s + 0.0 * 1;" in str(completion)
+        slow_node = "if (n == 1000001) return;" in str(completion)  # _variant(1)
         fut: Future[BenchResult] = Future()
         fut.set_result(BenchResult(Status.OK, n=n or 64, gflops=12.0, extra={
             "agent": "b" if slow_node else "a", "node_reference": "numpy",
