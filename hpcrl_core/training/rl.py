@@ -316,7 +316,8 @@ def build_rl_trainer(params: Params, data_dir: Path, sft_dir: Path, output_dir: 
 
     Raises:
         ConfigError: a bad ``rl_dgemm.trl`` name or loss type, an unknown reward name, no SFT model in ``sft_dir``.
-        DataError: no DGEMM problems under ``data_dir``.
+        DataError: no DGEMM problems under ``data_dir``; with ``rl_dgemm.sft_anchor``, no usable SFT record in
+            ``data_dir/dgemm/train.jsonl``. Every refusal comes before the benchmark executor starts.
     """
     rp = params.rl_dgemm
     corpus = data_dir / "dgemm" / "corpus.jsonl"
@@ -330,6 +331,9 @@ def build_rl_trainer(params: Params, data_dir: Path, sft_dir: Path, output_dir: 
     plans = plan_openings(corpus, plan_line, plan_permitted, "rl_dgemm.plan_vocabulary", rp.plan_vocabulary)
     vocab = OpeningVocabulary(tokenizer, plans) if plans else None
     kind_texts = kind_openings(corpus) if needs else {}
+    anchor = (SFTAnchor(anchor_records(data_dir / "dgemm" / "train.jsonl", tokenizer, params.sft.max_length),
+                        rp.sft_anchor, rp.sft_anchor_batch, rp.seed, int(tokenizer.pad_token_id or 0))
+              if rp.sft_anchor > 0 else None)  # a missing or empty train file is refused before workers start
     settings = settings or Settings()
     kind = params.reward.reference if needs_reference(params.reward) else None
     executor = bench_backend(params.bench.for_many(), settings, reference=kind)  # every refusal above: none to stop
@@ -342,9 +346,6 @@ def build_rl_trainer(params: Params, data_dir: Path, sft_dir: Path, output_dir: 
         ctx = RewardContext(params=params, executor=executor, reference=reference, observer=rollouts,
                             group_size=rp.num_generations)
         funcs = [factory(ctx) for factory in factories]
-        anchor = (SFTAnchor(anchor_records(data_dir / "dgemm" / "train.jsonl", tokenizer, params.sft.max_length),
-                            rp.sft_anchor, rp.sft_anchor_batch, rp.seed, int(tokenizer.pad_token_id or 0))
-                  if rp.sft_anchor > 0 else None)
         trainer = SQDGRPOTrainer(model=model, reward_funcs=funcs, args=args, train_dataset=dataset,
                                  processing_class=tokenizer, rollouts=rollouts, elite_replay=rp.elite_replay,
                                  elite_replay_behind=rp.elite_replay_behind, plan_novelty=rp.plan_novelty,

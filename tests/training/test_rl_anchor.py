@@ -128,12 +128,17 @@ def test_the_gamma_is_checked_by_the_config() -> None:
 
 
 @pytest.mark.integration
-def test_a_grpo_step_adds_the_anchor_and_logs_its_nll(tmp_path: Path, bench_dirs: Settings) -> None:
+def test_a_grpo_step_adds_the_anchor_and_logs_its_nll(tmp_path: Path, bench_dirs: Settings,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from hpcrl_core.training import rl
     from hpcrl_core.training.rl import build_rl_trainer
 
     data, sft = rl_inputs(tmp_path)
-    with pytest.raises(DataError, match="train.jsonl"):  # refused before the first step, the executor stopped
-        build_rl_trainer(rl_params(sft_anchor=1.0), data, sft, tmp_path / "none", report_to=[], settings=bench_dirs)
+    with monkeypatch.context() as m:  # refused before the first step, and before any benchmark worker starts
+        m.setattr(rl, "bench_backend", lambda *a, **k: pytest.fail("the executor started before the refusal"))
+        with pytest.raises(DataError, match="train.jsonl"):
+            build_rl_trainer(rl_params(sft_anchor=1.0), data, sft, tmp_path / "none", report_to=[],
+                             settings=bench_dirs)
     _train_file(data / "dgemm" / "train.jsonl", dgemm_records()[:6])
     losses = {}
     for gamma in (0.0, 50.0):
