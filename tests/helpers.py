@@ -29,3 +29,19 @@ def public_tmp(tmp_path: Path) -> Path:
     d = Path(tempfile.mkdtemp(prefix="hpcrl-t-"))
     os.chmod(d, 0o755)
     return d
+
+
+def size_guard(i: int) -> str:
+    """A return at n = 1_000_000 + i, a size no test times: the line ``own_machine_code`` puts first in a kernel."""
+    return f"if (n == {1_000_000 + i}) return;"
+
+
+def own_machine_code(code: str, i: int) -> str:
+    """``code``, a dgemm kernel whose first ``{`` opens dgemm's body, with ``size_guard(i)`` first in that body, so
+    each i compiles to its own machine code and is timed, not given the figure of another kernel of the same
+    machine code. (``+ 0.0 * i`` folds to one machine code, and so does a return at a negative n, where the loops do
+    nothing anyway.)"""
+    head, brace, body = code.partition("{")
+    if "void dgemm(" not in head or not brace:
+        raise ValueError("own_machine_code needs a kernel whose first brace opens dgemm's body")
+    return f"{head}{brace} {size_guard(i)}{body}"

@@ -20,14 +20,13 @@ from hpcrl_core.bench.result import Status
 from hpcrl_core.bench.slots import CoreLocks
 from hpcrl_core.errors import BenchInfraError, ConfigError
 from tests.bench.test_adversarial import GOOD, SIG
+from tests.helpers import own_machine_code
 
 pytestmark = pytest.mark.integration
 
 
 def _variant(i: int) -> str:
-    """GOOD with a return at a size no test asks for, its own per i: each i its own machine code (a ``0.0 * i``
-    folds away, as does a return at a negative n; kernels of one machine code share one figure)."""
-    return GOOD.replace(SIG + "{", SIG + f"{{ if (n == {1_000_000 + i}) return;", 1)
+    return own_machine_code(GOOD, i)
 
 
 def test_make_slots() -> None:

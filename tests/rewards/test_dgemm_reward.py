@@ -22,6 +22,7 @@ from hpcrl_core.config import Params, parse_params
 from hpcrl_core.errors import BenchInfraError, ConfigError, DataError
 from hpcrl_core.rewards import RewardContext, get_reward
 from hpcrl_core.rewards.dgemm import BatchStats, DgemmGflopsReward
+from tests.helpers import own_machine_code, size_guard
 
 SIG = "void dgemm(int n, const double *A, const double *B, double *C)"
 LOOPS = """
@@ -52,10 +53,8 @@ def _n(count: int) -> list[int]:
 
 
 def _variant(i: int) -> str:
-    """A correct kernel no other test benchmarks (so no cache entry exists for it): a return at a size no test asks
-    for, its own per i, so each i compiles to its own machine code. (A ``+ 0.0 * i`` folds to one, and so does a
-    return at a negative n, where the loops do nothing anyway; kernels of one machine code share one figure.)"""
-    return NAIVE.replace(f"{SIG} {{", f"{SIG} {{ if (n == {1_000_000 + i}) return;", 1)
+    """A correct kernel no other test benchmarks (so no cache entry exists for it), its own machine code per i."""
+    return own_machine_code(NAIVE, i)
 
 
 @pytest.fixture(scope="module")
@@ -305,7 +304,7 @@ class TwoNodeExecutor:
     node_reference = "numpy"
 
     def submit(self, completion: str | bytes, n: int | None = None) -> Future[BenchResult]:
-        slow_node = "if (n == 1000001) return;" in str(completion)  # _variant(1)
+        slow_node = size_guard(1) in str(completion)  # _variant(1)
         fut: Future[BenchResult] = Future()
         fut.set_result(BenchResult(Status.OK, n=n or 64, gflops=12.0, extra={
             "agent": "b" if slow_node else "a", "node_reference": "numpy",

@@ -108,8 +108,8 @@ def test_sft_records_never_pair_a_kernel_with_a_problem_that_forbids_its_techniq
         rng = random.Random(seed)
         kernels = _random_kernels(rng, rng.randint(1, 40))
         problems = make_problems("train", seed, rng.randint(1, 120))
-        per_kernel = rng.randint(1, 5)
-        records = sft_records(kernels, problems, seed, per_kernel, KIND_WEIGHTS)
+        per_kernel, rounds = rng.randint(1, 5), rng.randint(1, 6)  # rounds above the quota are held to it
+        records = sft_records(kernels, problems, seed, per_kernel, KIND_WEIGHTS, min_per_kernel=rounds)
         by_name = {k.name: k for k in kernels}
         by_id = {p.id: p for p in problems}
         uses = Counter(r.metadata["kernel_name"] for r in records)
@@ -118,7 +118,8 @@ def test_sft_records_never_pair_a_kernel_with_a_problem_that_forbids_its_techniq
         for r in records:
             p, k = by_id[r.metadata["problem_id"]], by_name[r.metadata["kernel_name"]]
             assert k.techniques <= p.permitted and not k.techniques & p.forbidden, (seed, k, p)
-        assert sft_records(kernels, problems, seed, per_kernel, KIND_WEIGHTS) == records  # deterministic
+        again = sft_records(kernels, problems, seed, per_kernel, KIND_WEIGHTS, min_per_kernel=rounds)
+        assert again == records  # deterministic
 
 
 def test_sft_records_prefer_heavier_kinds_but_keep_light_ones() -> None:
@@ -155,18 +156,6 @@ def test_coverage_rounds_give_the_kernels_only_rich_prompts_fit_their_share_firs
     assert all(three[k.name] >= 3 for k in kernels), three
     assert max(three.values()) <= 4
     assert uses(3) == three  # deterministic
-
-
-def test_coverage_rounds_never_exceed_the_quota_or_the_problems() -> None:
-    for seed in range(20):
-        rng = random.Random(seed)
-        kernels = _random_kernels(rng, rng.randint(1, 30))
-        problems = make_problems("train", seed, rng.randint(1, 80))
-        per_kernel = rng.randint(1, 4)
-        records = sft_records(kernels, problems, seed, per_kernel, KIND_WEIGHTS, min_per_kernel=rng.randint(1, 6))
-        uses = Counter(r.metadata["kernel_name"] for r in records)
-        assert max(uses.values(), default=0) <= per_kernel
-        assert len({r.metadata["problem_id"] for r in records}) == len(records)
 
 
 def test_sft_records_refuse_a_kind_without_a_weight() -> None:
